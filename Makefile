@@ -1,0 +1,18 @@
+# autocdc — PGXS build
+MODULE_big = autocdc
+OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
+EXTENSION = autocdc
+DATA = autocdc--0.1.sql
+PGFILEDESC = "autocdc - declarative CDC flows for PostgreSQL"
+
+REGRESS = setup errors scd1 scd2 examples capture
+REGRESS_OPTS = --temp-config=$(srcdir)/test/regress.conf
+TAP_TESTS = 1
+PROVE_TESTS = test/t/*.pl
+
+PG_CPPFLAGS = -I$(srcdir)/src
+override CFLAGS += -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)

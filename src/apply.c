@@ -1,0 +1,1036 @@
+/*-------------------------------------------------------------------------
+ *
+ * apply.c
+ *		The apply engine: classify and validate a batch, fold every touched
+ *		key (SPEC §4) from its hidden state and new events, and write the
+ *		differences to the target and the hidden state.
+ *
+ * Hidden state (autocdc_state.target_<id>) holds events: the target's data
+ * columns, __autocdc_seq, the arrival position (__autocdc_lsn,
+ * __autocdc_ord), the kind ('u' upsert, 'd' delete, 't' truncate with NULL
+ * key) and the wall-clock time it was stored.  What is kept:
+ *   - SCD 1 without ignore_null_updates: the last event of each key (its
+ *     row values, or a tombstone); nothing for a key whose last event is a
+ *     truncate.  Only the last event decides an SCD 1 key.
+ *   - otherwise every event that is not a tie loser: a later tie can undo
+ *     any event, and SCD 2 re-splits versions from their events.
+ *   - every truncate.
+ *
+ * A run is set-based: one query classifies the batch (user expressions are
+ * evaluated there, as the owner), one query returns the target rows, state
+ * events and new events of the touched keys sorted by key and (sequence,
+ * arrival), the fold walks that stream key by key in C, and four statements
+ * write the differences (delete by ctid, insert from a tuplestore).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/pg_lsn.h"
+#include "utils/rel.h"
+#include "utils/typcache.h"
+#include "storage/itemptr.h"
+
+#ifndef DatumGetItemPointer
+#define DatumGetItemPointer(X) ((ItemPointer) DatumGetPointer(X))
+#define ItemPointerGetDatum(X) PointerGetDatum(X)
+#endif
+
+#include "autocdc.h"
+
+/* One row of the merged stream: a target row (src 0) or an event. */
+typedef struct Ev
+{
+	int			src;			/* 0 target row, 1 state event, 2 new event, 3 truncate */
+	ItemPointerData tid;
+	Datum		seq;			/* event sequence, or target __start_at */
+	bool		seqnull;
+	Datum		end;			/* target __end_at */
+	bool		endnull;
+	XLogRecPtr	lsn;
+	int64		ord;
+	char		kind;
+	Datum	   *vals;			/* data columns */
+	bool	   *nulls;
+	bool		dead;			/* tie loser */
+} Ev;
+
+/* A version or SCD 1 row produced by the fold. */
+typedef struct OutRow
+{
+	Datum	   *vals;
+	bool	   *nulls;
+	Datum		start;
+	Datum		end;
+	bool		endnull;
+} OutRow;
+
+typedef struct ApplyCtx
+{
+	FlowDef    *flow;
+	Oid			staterel;
+	TupleDesc	tdesc;			/* target */
+	TupleDesc	sdesc;			/* state */
+	Oid			ttype;
+	Oid			stype;
+	int			ndata;			/* data columns (state order) */
+	char	  **dnames;
+	Oid		   *dtypes;
+	Oid		   *dcolls;
+	bool	   *is_key;
+	bool	   *tracked;
+	bool	   *selected;		/* selected by this flow */
+	int			nkeys;
+	int		   *keyidx;
+	FmgrInfo   *eqfn;			/* per data column; fn_oid 0: compare text */
+	FmgrInfo   *outfn;
+	FmgrInfo	seqcmp;
+	Oid			seqcoll;
+	bool		seqbyval;
+	int16		seqlen;
+	bool		seq_is_row;
+	int		   *tmap;			/* target attno-1 -> data idx, -1 start, -2 end, -3 none */
+	/* truncates, sorted */
+	Ev		  **truncs;
+	int			ntruncs;
+	/* outputs */
+	Tuplestorestate *tins;
+	int64		ntins;
+	Tuplestorestate *sins;
+	int64		nsins;
+	ItemPointerData *tdel;
+	int			ntdel,
+				maxtdel;
+	ItemPointerData *sdel;
+	int			nsdel,
+				maxsdel;
+	RunMetrics *m;
+	MemoryContext groupcxt;
+	MemoryContext cxt;			/* lives for the whole apply */
+} ApplyCtx;
+
+/* Append a tid to a growable array. */
+static void
+push_tid(MemoryContext cxt, ItemPointerData **arr, int *n, int *max, ItemPointer tid)
+{
+	if (*n >= *max)
+	{
+		*max = *max ? *max * 2 : 1024;
+		*arr = *arr ? repalloc_huge(*arr, sizeof(ItemPointerData) * *max)
+			: MemoryContextAllocHuge(cxt, sizeof(ItemPointerData) * *max);
+	}
+	(*arr)[(*n)++] = *tid;
+}
+
+/* Compare two sequence values with the type's btree order. */
+static int
+seq_compare(ApplyCtx *a, Datum x, Datum y)
+{
+	return DatumGetInt32(FunctionCall2Coll(&a->seqcmp, a->seqcoll, x, y));
+}
+
+/* Order of events: (sequence, lsn, ord). */
+static int
+event_compare(ApplyCtx *a, Ev *x, Ev *y)
+{
+	int			c = seq_compare(a, x->seq, y->seq);
+
+	if (c != 0)
+		return c;
+	if (x->lsn != y->lsn)
+		return x->lsn < y->lsn ? -1 : 1;
+	if (x->ord != y->ord)
+		return x->ord < y->ord ? -1 : 1;
+	return 0;
+}
+
+/* qsort_arg comparator for truncates. */
+static int
+trunc_qsort_cmp(const void *x, const void *y, void *arg)
+{
+	return event_compare((ApplyCtx *) arg, *(Ev **) x, *(Ev **) y);
+}
+
+/* Are two values of data column i equal (NULL equals NULL)? */
+static bool
+column_equal(ApplyCtx *a, int i, Datum x, bool xnull, Datum y, bool ynull)
+{
+	if (xnull || ynull)
+		return xnull && ynull;
+	if (OidIsValid(a->eqfn[i].fn_oid))
+		return DatumGetBool(FunctionCall2Coll(&a->eqfn[i], a->dcolls[i], x, y));
+	return strcmp(OutputFunctionCall(&a->outfn[i], x),
+				  OutputFunctionCall(&a->outfn[i], y)) == 0;
+}
+
+/* Equal sequences (NULL equals NULL)? */
+static bool
+seq_equal(ApplyCtx *a, Datum x, bool xnull, Datum y, bool ynull)
+{
+	if (xnull || ynull)
+		return xnull && ynull;
+	return seq_compare(a, x, y) == 0;
+}
+
+/* Text "(k1, k2)=(v1, v2)" naming the key of an event, for messages. */
+static char *
+key_text(ApplyCtx *a, Datum *vals, bool *nulls)
+{
+	StringInfoData n,
+				v;
+	int			k;
+
+	initStringInfo(&n);
+	initStringInfo(&v);
+	for (k = 0; k < a->nkeys; k++)
+	{
+		int			i = a->keyidx[k];
+
+		appendStringInfo(&n, "%s%s", k ? ", " : "", quote_identifier(a->dnames[i]));
+		appendStringInfo(&v, "%s%s", k ? ", " : "",
+						 nulls[i] ? "null" : OutputFunctionCall(&a->outfn[i], vals[i]));
+	}
+	return psprintf("(%s)=(%s)", n.data, v.data);
+}
+
+/* Is a sequence NULL (a ROW sequence with any NULL field counts)? */
+static bool
+seq_is_null(ApplyCtx *a, Datum seq, bool isnull)
+{
+	HeapTupleHeader rec;
+	TupleDesc	desc;
+	HeapTupleData tup;
+	int			i;
+	bool		result = false;
+
+	if (isnull)
+		return true;
+	if (!a->seq_is_row)
+		return false;
+	rec = DatumGetHeapTupleHeader(seq);
+	desc = lookup_rowtype_tupdesc(HeapTupleHeaderGetTypeId(rec), HeapTupleHeaderGetTypMod(rec));
+	tup.t_len = HeapTupleHeaderGetDatumLength(rec);
+	tup.t_data = rec;
+	for (i = 0; i < desc->natts; i++)
+		if (!TupleDescAttr(desc, i)->attisdropped && heap_attisnull(&tup, i + 1, desc))
+			result = true;
+	ReleaseTupleDesc(desc);
+	return result;
+}
+
+/* Set up column metadata for a flow's target and state. */
+static void
+apply_setup(ApplyCtx *a, FlowDef *flow)
+{
+	Relation	trel = table_open(flow->target, AccessShareLock);
+	Relation	srel;
+	int			i,
+				k;
+	TypeCacheEntry *tc;
+
+	a->flow = flow;
+	a->staterel = get_relname_relid(state_table_name(flow->target_id),
+									get_namespace_oid(AUTOCDC_STATE_SCHEMA, false));
+	if (!OidIsValid(a->staterel))
+		elog(ERROR, "hidden state of flow \"%s\" is missing", flow->name);
+	srel = table_open(a->staterel, AccessShareLock);
+	a->tdesc = CreateTupleDescCopy(RelationGetDescr(trel));
+	a->sdesc = CreateTupleDescCopy(RelationGetDescr(srel));
+	a->ttype = RelationGetDescr(trel)->tdtypeid;
+	a->stype = RelationGetDescr(srel)->tdtypeid;
+	a->tdesc->tdtypeid = a->ttype;
+	a->sdesc->tdtypeid = a->stype;
+	table_close(trel, AccessShareLock);
+	table_close(srel, AccessShareLock);
+
+	a->ndata = a->sdesc->natts - 5;
+	a->dnames = palloc(sizeof(char *) * a->ndata);
+	a->dtypes = palloc(sizeof(Oid) * a->ndata);
+	a->dcolls = palloc(sizeof(Oid) * a->ndata);
+	a->is_key = palloc0(sizeof(bool) * a->ndata);
+	a->tracked = palloc0(sizeof(bool) * a->ndata);
+	a->selected = palloc0(sizeof(bool) * a->ndata);
+	a->eqfn = palloc0(sizeof(FmgrInfo) * a->ndata);
+	a->outfn = palloc0(sizeof(FmgrInfo) * a->ndata);
+	a->nkeys = list_length(flow->keys);
+	a->keyidx = palloc(sizeof(int) * a->nkeys);
+	for (i = 0; i < a->ndata; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(a->sdesc, i);
+		Oid			outf;
+		bool		varlena;
+		ListCell   *lc;
+
+		a->dnames[i] = pstrdup(NameStr(att->attname));
+		a->dtypes[i] = att->atttypid;
+		a->dcolls[i] = att->attcollation;
+		k = 0;
+		foreach(lc, flow->keys)
+		{
+			if (strcmp(lfirst(lc), a->dnames[i]) == 0)
+			{
+				a->is_key[i] = true;
+				a->keyidx[k] = i;
+			}
+			k++;
+		}
+		foreach(lc, flow->columns)
+			if (strcmp(lfirst(lc), a->dnames[i]) == 0)
+				a->selected[i] = true;
+		if (!a->is_key[i])
+		{
+			if (flow->track == NIL)
+				a->tracked[i] = true;
+			else
+				foreach(lc, flow->track)
+					if (strcmp(lfirst(lc), a->dnames[i]) == 0)
+						a->tracked[i] = true;
+		}
+		tc = lookup_type_cache(att->atttypid, TYPECACHE_EQ_OPR_FINFO);
+		if (OidIsValid(tc->eq_opr_finfo.fn_oid))
+			fmgr_info_copy(&a->eqfn[i], &tc->eq_opr_finfo, CurrentMemoryContext);
+		getTypeOutputInfo(att->atttypid, &outf, &varlena);
+		fmgr_info(outf, &a->outfn[i]);
+	}
+	tc = lookup_type_cache(flow->seq_type, TYPECACHE_CMP_PROC_FINFO);
+	if (!OidIsValid(tc->cmp_proc_finfo.fn_oid))
+		elog(ERROR, "sequence type %u has no comparison function", flow->seq_type);
+	fmgr_info_copy(&a->seqcmp, &tc->cmp_proc_finfo, CurrentMemoryContext);
+	a->seqcoll = TupleDescAttr(a->sdesc, a->ndata)->attcollation;
+	a->seq_is_row = type_is_rowtype(flow->seq_type);
+	get_typlenbyval(flow->seq_type, &a->seqlen, &a->seqbyval);
+
+	a->tmap = palloc(sizeof(int) * a->tdesc->natts);
+	for (i = 0; i < a->tdesc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(a->tdesc, i);
+		int			j;
+
+		a->tmap[i] = -3;
+		if (att->attisdropped)
+			continue;
+		if (flow->scd == '2' && strcmp(NameStr(att->attname), "__start_at") == 0)
+			a->tmap[i] = -1;
+		else if (flow->scd == '2' && strcmp(NameStr(att->attname), "__end_at") == 0)
+			a->tmap[i] = -2;
+		else
+			for (j = 0; j < a->ndata; j++)
+				if (strcmp(NameStr(att->attname), a->dnames[j]) == 0)
+					a->tmap[i] = j;
+	}
+}
+
+/* Comma-separated list "prefix.col" of the data columns. */
+static char *
+data_list(ApplyCtx *a, const char *prefix, bool only_keys)
+{
+	StringInfoData buf;
+	int			i;
+
+	initStringInfo(&buf);
+	for (i = 0; i < a->ndata; i++)
+	{
+		if (only_keys && !a->is_key[i])
+			continue;
+		appendStringInfo(&buf, "%s%s%s", buf.len ? ", " : "", prefix,
+						 quote_identifier(a->dnames[i]));
+	}
+	return buf.data;
+}
+
+/* Qualified name of a relation. */
+static char *
+qualified(Oid relid)
+{
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+									  get_rel_name(relid));
+}
+
+/*
+ * Evaluate the flow's expressions over the batch, validate, and store the
+ * events (state row type) in a tuplestore.  Returns the number of events.
+ */
+static int64
+classify(ApplyCtx *a, Tuplestorestate *events, List **truncs)
+{
+	FlowDef    *f = a->flow;
+	StringInfoData sql;
+	int			i;
+	Portal		portal;
+	int64		n = 0;
+	Datum	   *values = palloc(sizeof(Datum) * a->sdesc->natts);
+	bool	   *nulls = palloc(sizeof(bool) * a->sdesc->natts);
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT ");
+	for (i = 0; i < a->ndata; i++)
+	{
+		if (a->selected[i])
+			appendStringInfo(&sql, "s.%s, ", quote_identifier(a->dnames[i]));
+		else
+			appendStringInfo(&sql, "NULL::%s, ", format_type_be_qualified(a->dtypes[i]));
+	}
+	appendStringInfo(&sql, "(%s)::%s, s.__autocdc_lsn, s.__autocdc_ord, "
+					 "(CASE WHEN (%s) THEN 't' WHEN (%s) THEN 'd' ELSE 'u' END)::pg_catalog.\"char\", "
+					 "pg_catalog.now() "
+					 "FROM (SELECT b.lsn AS __autocdc_lsn, b.ord AS __autocdc_ord, (b.r).* "
+					 "FROM autocdc._batch(NULL::%s) b) s",
+					 f->sequence_by, format_type_be_qualified(f->seq_type),
+					 f->truncates ? f->truncates : "false",
+					 f->deletes ? f->deletes : "false",
+					 format_type_be_qualified(get_rel_type_id(f->source)));
+
+	portal = SPI_cursor_open_with_args(NULL, sql.data, 0, NULL, NULL, NULL, false, 0);
+	for (;;)
+	{
+		uint64		r;
+
+		SPI_cursor_fetch(portal, true, 10000);
+		if (SPI_processed == 0)
+			break;
+		for (r = 0; r < SPI_processed; r++)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[r];
+			char		kind;
+			XLogRecPtr	lsn;
+
+			heap_deform_tuple(tup, SPI_tuptable->tupdesc, values, nulls);
+			kind = DatumGetChar(values[a->ndata + 3]);
+			lsn = DatumGetLSN(values[a->ndata + 1]);
+			n++;
+			if (seq_is_null(a, values[a->ndata], nulls[a->ndata]))
+				ereport(ERROR,
+						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						 errmsg("flow \"%s\": event with key %s has a null sequence",
+								f->name, key_text(a, values, nulls)),
+						 errdetail("The event's source transaction committed at LSN %X/%X.",
+								   LSN_FORMAT_ARGS(lsn)),
+						 errhint("Pass it with SELECT autocdc.skip_events('%s', '%X/%X'), or recreate the flow with a sequence that is never null.",
+								 f->name, LSN_FORMAT_ARGS(lsn))));
+			if (kind == 't')
+			{
+				Ev		   *t = palloc0(sizeof(Ev));
+
+				for (i = 0; i < a->ndata; i++)
+					nulls[i] = true;
+				t->src = 3;
+				t->seq = datumCopy(values[a->ndata], a->seqbyval, a->seqlen);
+				t->lsn = lsn;
+				t->ord = DatumGetInt64(values[a->ndata + 2]);
+				t->kind = 't';
+				*truncs = lappend(*truncs, t);
+			}
+			else
+				for (i = 0; i < a->nkeys; i++)
+					if (nulls[a->keyidx[i]])
+						ereport(ERROR,
+								(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+								 errmsg("flow \"%s\": event with key %s has a null key column",
+										f->name, key_text(a, values, nulls)),
+								 errdetail("The event's source transaction committed at LSN %X/%X.",
+										   LSN_FORMAT_ARGS(lsn)),
+								 errhint("Pass it with SELECT autocdc.skip_events('%s', '%X/%X').",
+										 f->name, LSN_FORMAT_ARGS(lsn))));
+			tuplestore_putvalues(events, a->sdesc, values, nulls);
+		}
+		SPI_freetuptable(SPI_tuptable);
+	}
+	SPI_cursor_close(portal);
+	return n;
+}
+
+/* Load the truncates kept in the hidden state. */
+static void
+load_state_truncates(ApplyCtx *a, List **truncs)
+{
+	char	   *sql = psprintf("SELECT __autocdc_seq, __autocdc_lsn, __autocdc_ord FROM %s "
+							   "WHERE __autocdc_kind OPERATOR(pg_catalog.=) 't'",
+							   qualified(a->staterel));
+	uint64		i;
+
+	if (SPI_execute(sql, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read truncates");
+	for (i = 0; i < SPI_processed; i++)
+	{
+		Ev		   *t = palloc0(sizeof(Ev));
+		bool		isnull;
+
+		t->src = 3;
+		t->seq = datumCopy(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull),
+						   a->seqbyval, a->seqlen);
+		t->lsn = DatumGetLSN(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
+		t->ord = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3, &isnull));
+		t->kind = 't';
+		*truncs = lappend(*truncs, t);
+	}
+}
+
+/* Store an event row into the hidden state's insert list. */
+static void
+keep_event(ApplyCtx *a, Ev *e)
+{
+	Datum	   *values = palloc(sizeof(Datum) * a->sdesc->natts);
+	bool	   *nulls = palloc(sizeof(bool) * a->sdesc->natts);
+	int			i;
+
+	for (i = 0; i < a->ndata; i++)
+	{
+		values[i] = e->vals[i];
+		nulls[i] = e->nulls[i];
+	}
+	values[a->ndata] = e->seq;
+	nulls[a->ndata] = false;
+	values[a->ndata + 1] = LSNGetDatum(e->lsn);
+	nulls[a->ndata + 1] = false;
+	values[a->ndata + 2] = Int64GetDatum(e->ord);
+	nulls[a->ndata + 2] = false;
+	values[a->ndata + 3] = CharGetDatum(e->kind);
+	nulls[a->ndata + 3] = false;
+	values[a->ndata + 4] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	nulls[a->ndata + 4] = false;
+	tuplestore_putvalues(a->sins, a->sdesc, values, nulls);
+	a->nsins++;
+}
+
+/* Form and queue a target row. */
+static void
+emit_target_row(ApplyCtx *a, OutRow *o)
+{
+	Datum	   *values = palloc(sizeof(Datum) * a->tdesc->natts);
+	bool	   *nulls = palloc(sizeof(bool) * a->tdesc->natts);
+	int			i;
+
+	for (i = 0; i < a->tdesc->natts; i++)
+	{
+		int			m = a->tmap[i];
+
+		values[i] = (Datum) 0;
+		nulls[i] = true;
+		if (m >= 0)
+		{
+			values[i] = o->vals[m];
+			nulls[i] = o->nulls[m];
+		}
+		else if (m == -1)
+		{
+			values[i] = o->start;
+			nulls[i] = false;
+		}
+		else if (m == -2)
+		{
+			values[i] = o->end;
+			nulls[i] = o->endnull;
+		}
+	}
+	tuplestore_putvalues(a->tins, a->tdesc, values, nulls);
+	a->ntins++;
+}
+
+/* Does an old target row hold exactly the fold's row? */
+static bool
+row_equal(ApplyCtx *a, Ev *old, OutRow *o)
+{
+	int			i;
+
+	for (i = 0; i < a->ndata; i++)
+		if (!column_equal(a, i, old->vals[i], old->nulls[i], o->vals[i], o->nulls[i]))
+			return false;
+	if (a->flow->scd == '2' &&
+		!seq_equal(a, old->end, old->endnull, o->end, o->endnull))
+		return false;
+	return true;
+}
+
+/*
+ * Fold one key: evs holds its target rows (src 0, first) and its events
+ * sorted by (sequence, arrival); truncates are merged in here.
+ */
+static void
+fold_key(ApplyCtx *a, Ev **evs, int nevs)
+{
+	FlowDef    *f = a->flow;
+	int			ntarget = 0,
+				n = 0,
+				i,
+				j,
+				t = 0;
+	Ev		  **seq;
+	OutRow	   *out;
+	int			nout = 0;
+	bool	   *matched;
+	Ev		   *last = NULL;
+
+	while (ntarget < nevs && evs[ntarget]->src == 0)
+		ntarget++;
+
+	/* merge the key's events with the truncates */
+	seq = palloc(sizeof(Ev *) * (nevs - ntarget + a->ntruncs + 1));
+	i = ntarget;
+	while (i < nevs || t < a->ntruncs)
+	{
+		if (t >= a->ntruncs || (i < nevs && event_compare(a, evs[i], a->truncs[t]) <= 0))
+			seq[n++] = evs[i++];
+		else
+		{
+			Ev		   *copy = palloc(sizeof(Ev));
+
+			*copy = *a->truncs[t++];
+			seq[n++] = copy;
+		}
+	}
+
+	/* ties: of events with equal sequence only the last-arriving exists */
+	for (i = 0; i + 1 < n; i++)
+		if (seq_compare(a, seq[i]->seq, seq[i + 1]->seq) == 0)
+			seq[i]->dead = true;
+
+	/* the fold */
+	out = palloc(sizeof(OutRow) * (n + 1));
+	if (f->scd == '1')
+	{
+		bool		present = false;
+		Datum	   *vals = palloc0(sizeof(Datum) * a->ndata);
+		bool	   *nulls = palloc(sizeof(bool) * a->ndata);
+
+		for (j = 0; j < a->ndata; j++)
+			nulls[j] = true;
+		for (i = 0; i < n; i++)
+		{
+			Ev		   *e = seq[i];
+
+			if (e->dead)
+				continue;
+			last = e;
+			if (e->kind == 'u')
+			{
+				for (j = 0; j < a->ndata; j++)
+				{
+					if (f->ignore_nulls && !a->is_key[j] && e->nulls[j])
+						continue;
+					vals[j] = e->vals[j];
+					nulls[j] = e->nulls[j];
+				}
+				present = true;
+			}
+			else
+			{
+				present = false;
+				for (j = 0; j < a->ndata; j++)
+					if (!a->is_key[j])
+						nulls[j] = true;
+			}
+		}
+		if (present)
+		{
+			out[0].vals = vals;
+			out[0].nulls = nulls;
+			nout = 1;
+		}
+	}
+	else
+	{
+		OutRow		open;
+		bool		isopen = false;
+
+		for (i = 0; i < n; i++)
+		{
+			Ev		   *e = seq[i];
+
+			if (e->dead)
+				continue;
+			last = e;
+			if (e->kind == 'u')
+			{
+				Datum	   *vals = palloc(sizeof(Datum) * a->ndata);
+				bool	   *nulls = palloc(sizeof(bool) * a->ndata);
+				bool		same = isopen;
+
+				for (j = 0; j < a->ndata; j++)
+				{
+					vals[j] = e->vals[j];
+					nulls[j] = e->nulls[j];
+					if (f->ignore_nulls && !a->is_key[j] && nulls[j] && isopen)
+					{
+						vals[j] = open.vals[j];
+						nulls[j] = open.nulls[j];
+					}
+				}
+				if (isopen)
+					for (j = 0; j < a->ndata && same; j++)
+						if (a->tracked[j] &&
+							!column_equal(a, j, open.vals[j], open.nulls[j], vals[j], nulls[j]))
+							same = false;
+				if (same)
+				{
+					open.vals = vals;
+					open.nulls = nulls;
+				}
+				else
+				{
+					if (isopen)
+					{
+						open.end = e->seq;
+						open.endnull = false;
+						out[nout++] = open;
+					}
+					open.vals = vals;
+					open.nulls = nulls;
+					open.start = e->seq;
+					isopen = true;
+				}
+			}
+			else if (isopen)
+			{
+				open.end = e->seq;
+				open.endnull = false;
+				out[nout++] = open;
+				isopen = false;
+			}
+		}
+		if (isopen)
+		{
+			open.end = (Datum) 0;
+			open.endnull = true;
+			out[nout++] = open;
+		}
+	}
+
+	/* hidden state: what to keep, what to forget */
+	for (i = 0; i < n; i++)
+	{
+		Ev		   *e = seq[i];
+		bool		keep;
+
+		if (e->src == 3)
+			continue;
+		if (e->dead)
+			keep = false;
+		else if (f->scd == '1' && !f->ignore_nulls)
+			keep = (e == last);
+		else
+			keep = true;
+		if (keep && e->src == 2)
+			keep_event(a, e);
+		else if (!keep && e->src == 1)
+			push_tid(a->cxt, &a->sdel, &a->nsdel, &a->maxsdel, &e->tid);
+	}
+
+	/* target: compare by identity (keys; keys and __start_at for SCD 2) */
+	matched = palloc0(sizeof(bool) * (nout + 1));
+	for (i = 0; i < ntarget; i++)
+	{
+		Ev		   *old = evs[i];
+		int			found = -1;
+
+		for (j = 0; j < nout && found < 0; j++)
+			if (!matched[j] &&
+				(f->scd == '1' || (!old->seqnull && seq_compare(a, old->seq, out[j].start) == 0)))
+				found = j;
+		if (found >= 0)
+		{
+			matched[found] = true;
+			if (row_equal(a, old, &out[found]))
+				continue;
+			a->m->num_upserted++;
+			push_tid(a->cxt, &a->tdel, &a->ntdel, &a->maxtdel, &old->tid);
+			emit_target_row(a, &out[found]);
+		}
+		else
+		{
+			a->m->num_deleted++;
+			push_tid(a->cxt, &a->tdel, &a->ntdel, &a->maxtdel, &old->tid);
+		}
+	}
+	for (j = 0; j < nout; j++)
+		if (!matched[j])
+		{
+			a->m->num_upserted++;
+			emit_target_row(a, &out[j]);
+		}
+}
+
+/* Read one row of the merged stream into an Ev (in the group context). */
+static Ev *
+read_row(ApplyCtx *a, HeapTuple tup, TupleDesc desc)
+{
+	Ev		   *e = palloc0(sizeof(Ev));
+	int			natts = desc->natts;
+	Datum	   *values = palloc(sizeof(Datum) * natts);
+	bool	   *nulls = palloc(sizeof(bool) * natts);
+	int			base = 2;
+
+	heap_deform_tuple(tup, desc, values, nulls);
+	e->src = DatumGetInt32(values[0]);
+	if (!nulls[1])
+		e->tid = *DatumGetItemPointer(values[1]);
+	e->vals = values + base;
+	e->nulls = nulls + base;
+	e->seq = values[base + a->ndata];
+	e->seqnull = nulls[base + a->ndata];
+	e->end = values[base + a->ndata + 1];
+	e->endnull = nulls[base + a->ndata + 1];
+	if (!nulls[base + a->ndata + 2])
+		e->lsn = DatumGetLSN(values[base + a->ndata + 2]);
+	if (!nulls[base + a->ndata + 3])
+		e->ord = DatumGetInt64(values[base + a->ndata + 3]);
+	if (!nulls[base + a->ndata + 4])
+		e->kind = DatumGetChar(values[base + a->ndata + 4]);
+	return e;
+}
+
+/* Same key? */
+static bool
+same_key(ApplyCtx *a, Ev *x, Ev *y)
+{
+	int			k;
+
+	for (k = 0; k < a->nkeys; k++)
+	{
+		int			i = a->keyidx[k];
+
+		if (!column_equal(a, i, x->vals[i], x->nulls[i], y->vals[i], y->nulls[i]))
+			return false;
+	}
+	return true;
+}
+
+/* Run a statement with a tid[] parameter: delete rows by ctid. */
+static void
+delete_tids(Oid relid, ItemPointerData *tids, int n)
+{
+	Datum	   *d;
+	int			i;
+	Datum		arr;
+	Oid			argtype = TIDARRAYOID;
+	char	   *sql;
+
+	if (n == 0)
+		return;
+	d = palloc(sizeof(Datum) * n);
+	for (i = 0; i < n; i++)
+		d[i] = ItemPointerGetDatum(&tids[i]);
+	arr = PointerGetDatum(construct_array(d, n, TIDOID, sizeof(ItemPointerData), false, TYPALIGN_SHORT));
+	sql = psprintf("DELETE FROM ONLY %s WHERE ctid OPERATOR(pg_catalog.=) ANY ($1)", qualified(relid));
+	if (SPI_execute_with_args(sql, 1, &argtype, &arr, NULL, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not delete rows of %s", qualified(relid));
+}
+
+/* Insert the rows of a tuplestore of relid's row type. */
+static void
+insert_rows(Oid relid, Oid rowtype, Tuplestorestate *ts, TupleDesc desc, int64 n)
+{
+	char	   *sql;
+
+	if (n == 0)
+		return;
+	batch_set(BATCH_ROWS, ts, desc, rowtype, n);
+	sql = psprintf("INSERT INTO %s SELECT * FROM autocdc._rows(NULL::%s)",
+				   qualified(relid), format_type_be_qualified(rowtype));
+	if (SPI_execute(sql, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not insert rows into %s", qualified(relid));
+	batch_set(BATCH_ROWS, NULL, NULL, InvalidOid, 0);
+}
+
+/*
+ * Apply the batch (BATCH_SOURCE) of a flow.  Runs as the flow owner under a
+ * security-restricted operation with search_path pinned; SPI connected.
+ */
+void
+apply_batch(FlowDef *flow, RunMetrics *m, bool have_batch)
+{
+	ApplyCtx	a;
+	Tuplestorestate *events;
+	List	   *truncs = NIL;
+	int64		nevents;
+	StringInfoData sql;
+	char	   *filter;
+	Portal		portal;
+	Ev		  **group = NULL;
+	int			ngroup = 0,
+				maxgroup = 0;
+	MemoryContext old;
+	ListCell   *lc;
+	int			i;
+	char	   *seqtype;
+
+	memset(&a, 0, sizeof(a));
+	a.m = m;
+	a.cxt = CurrentMemoryContext;
+	apply_setup(&a, flow);
+
+	/* classify and validate */
+	events = tuplestore_begin_heap(false, false, work_mem);
+	nevents = have_batch ? classify(&a, events, &truncs) : 0;
+	m->num_events += nevents;
+	if (nevents == 0)
+	{
+		tuplestore_end(events);
+		return;
+	}
+	batch_set(BATCH_EVENTS, events, a.sdesc, a.stype, nevents);
+
+	/* truncates of the whole target, sorted */
+	{
+		List	   *all = NIL;
+
+		load_state_truncates(&a, &all);
+		foreach(lc, truncs)
+			all = lappend(all, lfirst(lc));
+		a.ntruncs = list_length(all);
+		a.truncs = palloc(sizeof(Ev *) * (a.ntruncs + 1));
+		i = 0;
+		foreach(lc, all)
+			a.truncs[i++] = lfirst(lc);
+		qsort_arg(a.truncs, a.ntruncs, sizeof(Ev *), trunc_qsort_cmp, &a);
+	}
+
+	/* new truncates are kept as state */
+	a.tins = tuplestore_begin_heap(false, false, work_mem);
+	a.sins = tuplestore_begin_heap(false, false, work_mem);
+	foreach(lc, truncs)
+	{
+		Ev		   *t = lfirst(lc);
+
+		t->vals = palloc0(sizeof(Datum) * a.ndata);
+		t->nulls = palloc(sizeof(bool) * a.ndata);
+		for (i = 0; i < a.ndata; i++)
+			t->nulls[i] = true;
+		keep_event(&a, t);
+	}
+
+	/* the merged stream of the touched keys */
+	seqtype = format_type_be_qualified(flow->seq_type);
+	if (truncs != NIL)
+		filter = "";
+	else
+		filter = psprintf(" AND (%s) IN (SELECT %s FROM autocdc._events(NULL::%s) e "
+						  "WHERE e.__autocdc_kind OPERATOR(pg_catalog.<>) 't')",
+						  data_list(&a, "x.", true), data_list(&a, "e.", true),
+						  format_type_be_qualified(a.stype));
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "SELECT 0 AS __src, x.ctid AS __tid, %s, %s, %s, NULL::pg_catalog.pg_lsn, "
+					 "NULL::pg_catalog.int8, NULL::pg_catalog.\"char\", 0 AS __grp FROM ONLY %s x WHERE true%s "
+					 "UNION ALL "
+					 "SELECT 1, x.ctid, %s, x.__autocdc_seq, NULL::%s, x.__autocdc_lsn, x.__autocdc_ord, "
+					 "x.__autocdc_kind, 1 FROM %s x WHERE x.__autocdc_kind OPERATOR(pg_catalog.<>) 't'%s "
+					 "UNION ALL "
+					 "SELECT 2, NULL::pg_catalog.tid, %s, x.__autocdc_seq, NULL::%s, x.__autocdc_lsn, "
+					 "x.__autocdc_ord, x.__autocdc_kind, 1 FROM autocdc._events(NULL::%s) x "
+					 "WHERE x.__autocdc_kind OPERATOR(pg_catalog.<>) 't' "
+					 "ORDER BY %s, __grp, %d, %d, %d",
+					 data_list(&a, "x.", false),
+					 flow->scd == '2' ? "x.__start_at" : psprintf("NULL::%s", seqtype),
+					 flow->scd == '2' ? "x.__end_at" : psprintf("NULL::%s", seqtype),
+					 qualified(flow->target), filter,
+					 data_list(&a, "x.", false), seqtype, qualified(a.staterel), filter,
+					 data_list(&a, "x.", false), seqtype, format_type_be_qualified(a.stype),
+					 data_list(&a, "", true), a.ndata + 3, a.ndata + 5, a.ndata + 6);
+
+	a.groupcxt = AllocSetContextCreate(CurrentMemoryContext, "autocdc fold",
+									   ALLOCSET_DEFAULT_SIZES);
+	portal = SPI_cursor_open_with_args(NULL, sql.data, 0, NULL, NULL, NULL, false, 0);
+	for (;;)
+	{
+		uint64		r;
+
+		SPI_cursor_fetch(portal, true, 10000);
+		if (SPI_processed == 0)
+			break;
+		for (r = 0; r < SPI_processed; r++)
+		{
+			Ev		   *e;
+
+			old = MemoryContextSwitchTo(a.groupcxt);
+			e = read_row(&a, SPI_tuptable->vals[r], SPI_tuptable->tupdesc);
+			MemoryContextSwitchTo(old);
+			if (ngroup > 0 && !same_key(&a, group[0], e))
+			{
+				Ev		   *keep = e;
+
+				/* finish the previous key, keeping e (copy it out first) */
+				old = MemoryContextSwitchTo(a.groupcxt);
+				fold_key(&a, group, ngroup);
+				MemoryContextSwitchTo(old);
+				ngroup = 0;
+				/* re-read e after resetting the group's memory */
+				MemoryContextReset(a.groupcxt);
+				old = MemoryContextSwitchTo(a.groupcxt);
+				keep = read_row(&a, SPI_tuptable->vals[r], SPI_tuptable->tupdesc);
+				MemoryContextSwitchTo(old);
+				e = keep;
+			}
+			if (ngroup >= maxgroup)
+			{
+				maxgroup = maxgroup ? maxgroup * 2 : 64;
+				group = group ? repalloc(group, sizeof(Ev *) * maxgroup)
+					: palloc(sizeof(Ev *) * maxgroup);
+			}
+			group[ngroup++] = e;
+		}
+		/* the group may span fetches: keep its tuples alive */
+		if (ngroup > 0)
+		{
+			old = MemoryContextSwitchTo(a.groupcxt);
+			for (i = 0; i < ngroup; i++)
+			{
+				int			j;
+
+				for (j = 0; j < a.ndata; j++)
+					if (!group[i]->nulls[j])
+						group[i]->vals[j] = datumCopy(group[i]->vals[j],
+													  TupleDescAttr(a.sdesc, j)->attbyval,
+													  TupleDescAttr(a.sdesc, j)->attlen);
+				if (!group[i]->seqnull)
+					group[i]->seq = datumCopy(group[i]->seq, a.seqbyval, a.seqlen);
+				if (!group[i]->endnull)
+					group[i]->end = datumCopy(group[i]->end, a.seqbyval, a.seqlen);
+			}
+			MemoryContextSwitchTo(old);
+		}
+		SPI_freetuptable(SPI_tuptable);
+	}
+	if (ngroup > 0)
+	{
+		old = MemoryContextSwitchTo(a.groupcxt);
+		fold_key(&a, group, ngroup);
+		MemoryContextSwitchTo(old);
+	}
+	SPI_cursor_close(portal);
+
+	/* write the differences */
+	delete_tids(flow->target, a.tdel, a.ntdel);
+	insert_rows(flow->target, a.ttype, a.tins, a.tdesc, a.ntins);
+	delete_tids(a.staterel, a.sdel, a.nsdel);
+	insert_rows(a.staterel, a.stype, a.sins, a.sdesc, a.nsins);
+
+	if (flow->retention)
+	{
+		Datum		arg = CStringGetTextDatum(flow->retention);
+		Oid			argtype = TEXTOID;
+		char	   *q = psprintf("DELETE FROM %s WHERE __autocdc_kind OPERATOR(pg_catalog.<>) 'u' "
+								 "AND __autocdc_at OPERATOR(pg_catalog.<) pg_catalog.now() "
+								 "OPERATOR(pg_catalog.-) $1::pg_catalog.interval",
+								 qualified(a.staterel));
+
+		if (SPI_execute_with_args(q, 1, &argtype, &arg, NULL, false, 0) != SPI_OK_DELETE)
+			elog(ERROR, "could not forget old tombstones");
+	}
+	batch_set(BATCH_EVENTS, NULL, NULL, InvalidOid, 0);
+	tuplestore_end(events);
+	tuplestore_end(a.tins);
+	tuplestore_end(a.sins);
+	MemoryContextDelete(a.groupcxt);
+}

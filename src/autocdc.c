@@ -1,0 +1,293 @@
+/*-------------------------------------------------------------------------
+ *
+ * autocdc.c
+ *		Module entry: _PG_init, the server checks done by CREATE EXTENSION,
+ *		and the shared-memory list of failed runs.
+ *
+ * A failed run aborts the caller's transaction, so its error cannot be
+ * written to autocdc.flow_runs by the failing transaction.  It is kept in a
+ * small shared-memory ring instead (shown by autocdc.flows at once) and
+ * written to the catalog by the next transaction that runs a flow of the
+ * same database; the entry leaves shared memory when that transaction
+ * commits.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "autocdc.h"
+#include "compat.h"
+
+PG_MODULE_MAGIC;
+
+#define PENDING_ERRORS 64
+#define PENDING_NAME_LEN 128
+#define PENDING_MSG_LEN 1024
+
+typedef struct PendingError
+{
+	uint64		id;				/* 0: free */
+	Oid			dboid;
+	TimestampTz at;
+	char		flow[PENDING_NAME_LEN];
+	char		message[PENDING_MSG_LEN];
+} PendingError;
+
+typedef struct AutocdcShared
+{
+	LWLock	   *lock;
+	uint64		next_id;
+	PendingError errors[PENDING_ERRORS];
+} AutocdcShared;
+
+bool		autocdc_preloaded = false;
+
+static AutocdcShared *shared = NULL;
+static List *persisted_ids = NIL;	/* ids written by this transaction */
+static bool xact_callback_registered = false;
+
+#if PG_VERSION_NUM >= 150000
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+#endif
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+void		_PG_init(void);
+
+PG_FUNCTION_INFO_V1(autocdc_check_server);
+PG_FUNCTION_INFO_V1(autocdc_pending_errors);
+
+/* Ask for the shared memory and the lock of the error ring. */
+static void
+autocdc_shmem_request(void)
+{
+#if PG_VERSION_NUM >= 150000
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+#endif
+	RequestAddinShmemSpace(MAXALIGN(sizeof(AutocdcShared)));
+	RequestNamedLWLockTranche("autocdc", 1);
+}
+
+/* Create or attach the shared state. */
+static void
+autocdc_shmem_startup(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	shared = ShmemInitStruct("autocdc", sizeof(AutocdcShared), &found);
+	if (!found)
+	{
+		memset(shared, 0, sizeof(AutocdcShared));
+		shared->lock = &(GetNamedLWLockTranche("autocdc"))->lock;
+		shared->next_id = 1;
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/* Module load: remember whether we were preloaded and set up shared memory. */
+void
+_PG_init(void)
+{
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+	autocdc_preloaded = true;
+#if PG_VERSION_NUM >= 150000
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = autocdc_shmem_request;
+#else
+	autocdc_shmem_request();
+#endif
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = autocdc_shmem_startup;
+	MarkGUCPrefixReserved("autocdc");
+}
+
+/*
+ * autocdc._check_server(): refuse CREATE EXTENSION on a server that cannot
+ * run flows.
+ */
+Datum
+autocdc_check_server(PG_FUNCTION_ARGS)
+{
+	if (!autocdc_preloaded)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("autocdc must be loaded via shared_preload_libraries"),
+				 errhint("Add autocdc to shared_preload_libraries in postgresql.conf and restart the server.")));
+	if (wal_level < WAL_LEVEL_LOGICAL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("autocdc requires wal_level = logical"),
+				 errhint("Set wal_level = logical in postgresql.conf and restart the server.")));
+	PG_RETURN_VOID();
+}
+
+/* Forget the entries this transaction persisted, once it has committed. */
+static void
+pending_xact_callback(XactEvent event, void *arg)
+{
+	ListCell   *lc;
+
+	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
+		event != XACT_EVENT_PARALLEL_COMMIT && event != XACT_EVENT_PARALLEL_ABORT)
+		return;
+	if (event == XACT_EVENT_COMMIT && persisted_ids != NIL && shared)
+	{
+		LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+		foreach(lc, persisted_ids)
+		{
+			uint64		id = *(uint64 *) lfirst(lc);
+			int			i;
+
+			for (i = 0; i < PENDING_ERRORS; i++)
+				if (shared->errors[i].id == id)
+					shared->errors[i].id = 0;
+		}
+		LWLockRelease(shared->lock);
+	}
+	/* the list lives in TopMemoryContext */
+	list_free_deep(persisted_ids);
+	persisted_ids = NIL;
+}
+
+/* Keep the error of a failed run of a flow until it can be written down. */
+void
+autocdc_record_error(const char *flow, const char *message)
+{
+	int			i,
+				victim = 0;
+	TimestampTz oldest = DT_NOEND;
+
+	if (!shared)
+		return;
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	for (i = 0; i < PENDING_ERRORS; i++)
+	{
+		PendingError *e = &shared->errors[i];
+
+		if (e->id == 0)
+		{
+			victim = i;
+			break;
+		}
+		if (e->at < oldest)
+		{
+			oldest = e->at;
+			victim = i;
+		}
+	}
+	shared->errors[victim].id = shared->next_id++;
+	shared->errors[victim].dboid = MyDatabaseId;
+	shared->errors[victim].at = GetCurrentTimestamp();
+	strlcpy(shared->errors[victim].flow, flow, PENDING_NAME_LEN);
+	strlcpy(shared->errors[victim].message, message, PENDING_MSG_LEN);
+	LWLockRelease(shared->lock);
+}
+
+/*
+ * Write the failed runs of this database kept in shared memory into
+ * autocdc.flow_runs and autocdc.flow_state (SPI must be connected, as a user
+ * that may write the catalog).
+ */
+void
+autocdc_persist_errors(void)
+{
+	PendingError copy[PENDING_ERRORS];
+	int			n = 0,
+				i;
+
+	if (!shared)
+		return;
+	LWLockAcquire(shared->lock, LW_SHARED);
+	for (i = 0; i < PENDING_ERRORS; i++)
+		if (shared->errors[i].id != 0 && shared->errors[i].dboid == MyDatabaseId)
+			copy[n++] = shared->errors[i];
+	LWLockRelease(shared->lock);
+
+	for (i = 0; i < n; i++)
+	{
+		Datum		args[3];
+		Oid			types[3] = {TEXTOID, TEXTOID, TIMESTAMPTZOID};
+		MemoryContext old;
+		uint64	   *idp;
+		ListCell   *lc;
+		bool		seen = false;
+
+		foreach(lc, persisted_ids)
+			if (*(uint64 *) lfirst(lc) == copy[i].id)
+				seen = true;
+		if (seen)
+			continue;
+
+		args[0] = CStringGetTextDatum(copy[i].flow);
+		args[1] = CStringGetTextDatum(copy[i].message);
+		args[2] = TimestampTzGetDatum(copy[i].at);
+		if (SPI_execute_with_args(
+								  "INSERT INTO autocdc.flow_runs (flow, started_at, finished_at, status, error) "
+								  "SELECT $1, $3, $3, 'error', $2 "
+								  "WHERE EXISTS (SELECT FROM autocdc.flow WHERE name OPERATOR(pg_catalog.=) $1)",
+								  3, types, args, NULL, false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "could not record a failed run");
+		if (SPI_execute_with_args(
+								  "UPDATE autocdc.flow_state SET last_error = $2, last_error_at = $3 "
+								  "WHERE name OPERATOR(pg_catalog.=) $1",
+								  3, types, args, NULL, false, 0) != SPI_OK_UPDATE)
+			elog(ERROR, "could not record a failed run");
+
+		if (!xact_callback_registered)
+		{
+			RegisterXactCallback(pending_xact_callback, NULL);
+			xact_callback_registered = true;
+		}
+		old = MemoryContextSwitchTo(TopMemoryContext);
+		idp = palloc(sizeof(uint64));
+		*idp = copy[i].id;
+		persisted_ids = lappend(persisted_ids, idp);
+		MemoryContextSwitchTo(old);
+	}
+}
+
+/* autocdc._pending_errors(): failed runs of this database not yet persisted. */
+Datum
+autocdc_pending_errors(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			i;
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (!shared)
+		return (Datum) 0;
+	LWLockAcquire(shared->lock, LW_SHARED);
+	for (i = 0; i < PENDING_ERRORS; i++)
+	{
+		PendingError *e = &shared->errors[i];
+		Datum		values[3];
+		bool		nulls[3] = {false, false, false};
+
+		if (e->id == 0 || e->dboid != MyDatabaseId)
+			continue;
+		values[0] = CStringGetTextDatum(e->flow);
+		values[1] = CStringGetTextDatum(e->message);
+		values[2] = TimestampTzGetDatum(e->at);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	LWLockRelease(shared->lock);
+	return (Datum) 0;
+}

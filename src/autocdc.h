@@ -1,0 +1,103 @@
+/*-------------------------------------------------------------------------
+ *
+ * autocdc.h
+ *		Declarations shared by the files of the autocdc extension.
+ *
+ * The data path is: catalog (flow rows, catalog.c) -> source (feed capture
+ * through logical decoding and first reads, source.c) -> batch (rows held in
+ * backend memory and exposed to SQL, batch.c) -> apply engine (the SPEC §4
+ * fold, apply.c) -> target, hidden state and progress written in one
+ * transaction (run.c drives one run).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef AUTOCDC_H
+#define AUTOCDC_H
+
+#include "postgres.h"
+
+#include "access/xlogdefs.h"
+#include "nodes/pg_list.h"
+#include "utils/tuplestore.h"
+
+#define AUTOCDC_PUBLICATION "autocdc_feeds"
+#define AUTOCDC_STATE_SCHEMA "autocdc_state"
+
+/* A flow as read from the catalog, plus its progress. */
+typedef struct FlowDef
+{
+	char	   *name;
+	Oid			owner;
+	char		kind;			/* 'c' cdc, 's' snapshot */
+	Oid			source;			/* feed relation */
+	char	   *source_text;
+	int			target_id;
+	Oid			target;			/* target relation */
+	char		scd;			/* '1' or '2' */
+	List	   *keys;			/* key column names (char *) */
+	char	   *sequence_by;	/* normalized expression */
+	char	   *deletes;		/* normalized expression or NULL */
+	char	   *truncates;		/* normalized expression or NULL */
+	bool		ignore_nulls;
+	List	   *columns;		/* selected source columns, source order */
+	List	   *track;			/* tracked columns (SCD 2), NIL: all data */
+	bool		once;
+	Oid			seq_type;
+	char	   *retention;		/* interval text of the target, or NULL */
+	/* progress */
+	bool		has_progress;
+	XLogRecPtr	progress;
+	bool		once_done;
+	XLogRecPtr	skip_upto;
+	bool		paused;
+} FlowDef;
+
+/* Metrics of one run. */
+typedef struct RunMetrics
+{
+	int64		num_events;
+	int64		num_upserted;
+	int64		num_deleted;
+	int64		num_skipped;
+	TimestampTz last_commit_time;
+} RunMetrics;
+
+/* autocdc.c */
+extern bool autocdc_preloaded;
+extern void autocdc_record_error(const char *flow, const char *message);
+extern void autocdc_persist_errors(void);
+
+/* catalog.c */
+extern FlowDef *catalog_load_flow(const char *name, bool lock, bool missing_ok);
+extern List *catalog_target_flows(int target_id);
+extern void catalog_check_flow_owner(FlowDef *flow);
+extern void catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz started);
+extern char *state_table_name(int target_id);
+extern void become_superuser(Oid *saved_uid, int *saved_sec);
+extern void become_owner(Oid owner, Oid *saved_uid, int *saved_sec);
+extern void restore_user(Oid saved_uid, int saved_sec);
+extern int	set_safe_search_path(void);
+
+/* source.c */
+extern void source_ensure_slot(void);
+extern char *source_slot_name(void);
+extern XLogRecPtr source_capture(FlowDef *flow, Tuplestorestate *batch,
+								 TupleDesc batchdesc, RunMetrics *m);
+extern void source_snapshot_read(FlowDef *flow, Tuplestorestate *batch,
+								 TupleDesc batchdesc, XLogRecPtr pos);
+extern void source_advance_slot(void);
+
+/* batch.c */
+extern void batch_set(int which, Tuplestorestate *ts, TupleDesc desc, Oid rowtype,
+					  int64 nrows);
+extern void batch_clear(void);
+
+#define BATCH_SOURCE 0
+#define BATCH_EVENTS 1
+#define BATCH_ROWS 2
+#define BATCH_COUNT 3
+
+/* apply.c */
+extern void apply_batch(FlowDef *flow, RunMetrics *m, bool have_batch);
+
+#endif							/* AUTOCDC_H */

@@ -1,0 +1,138 @@
+/*-------------------------------------------------------------------------
+ *
+ * batch.c
+ *		Rows of the run in progress, held in backend-local tuplestores and
+ *		exposed to the apply engine's SQL through set-returning functions.
+ *
+ * A run cannot use temporary tables (a flow runs as its owner under a
+ * security-restricted operation), so the captured source rows, the
+ * classified events and the rows the fold computed live in tuplestores that
+ * spill to disk past work_mem, and SQL reads them with
+ * autocdc._batch(NULL::feed), autocdc._events(NULL::state) and
+ * autocdc._rows(NULL::rowtype).  A planner support function tells the
+ * planner how many rows each holds.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "executor/executor.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "nodes/supportnodes.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/typcache.h"
+
+#include "autocdc.h"
+
+PG_FUNCTION_INFO_V1(autocdc_batch);
+PG_FUNCTION_INFO_V1(autocdc_events);
+PG_FUNCTION_INFO_V1(autocdc_rows);
+PG_FUNCTION_INFO_V1(autocdc_batch_support);
+
+typedef struct BatchSlot
+{
+	Tuplestorestate *ts;
+	TupleDesc	desc;
+	Oid			rowtype;		/* type the caller must ask for */
+	int64		nrows;
+} BatchSlot;
+
+static BatchSlot slots[BATCH_COUNT];
+
+/* Make a tuplestore available to SQL (the caller keeps ownership). */
+void
+batch_set(int which, Tuplestorestate *ts, TupleDesc desc, Oid rowtype, int64 nrows)
+{
+	slots[which].ts = ts;
+	slots[which].desc = desc;
+	slots[which].rowtype = rowtype;
+	slots[which].nrows = nrows;
+}
+
+/* Forget every tuplestore (end of run, or error). */
+void
+batch_clear(void)
+{
+	memset(slots, 0, sizeof(slots));
+}
+
+/* Copy one batch into the result tuplestore of a materialized SRF. */
+static Datum
+batch_return(FunctionCallInfo fcinfo, int which, const char *fname)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	BatchSlot  *b = &slots[which];
+	Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, 0);
+	TupleTableSlot *slot;
+	int			ptr;
+
+	if (b->ts == NULL || argtype != b->rowtype)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s() can only be called by autocdc while it applies a flow", fname)));
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	slot = MakeSingleTupleTableSlot(b->desc, &TTSOpsMinimalTuple);
+	ptr = tuplestore_alloc_read_pointer(b->ts, 0);
+	tuplestore_select_read_pointer(b->ts, ptr);
+	tuplestore_rescan(b->ts);
+	while (tuplestore_gettupleslot(b->ts, true, false, slot))
+		tuplestore_puttupleslot(rsinfo->setResult, slot);
+	tuplestore_select_read_pointer(b->ts, 0);
+	ExecDropSingleTupleTableSlot(slot);
+	return (Datum) 0;
+}
+
+/* autocdc._batch(NULL::feed): captured source rows (lsn, ord, row). */
+Datum
+autocdc_batch(PG_FUNCTION_ARGS)
+{
+	return batch_return(fcinfo, BATCH_SOURCE, "autocdc._batch");
+}
+
+/* autocdc._events(NULL::state): classified events of the run. */
+Datum
+autocdc_events(PG_FUNCTION_ARGS)
+{
+	return batch_return(fcinfo, BATCH_EVENTS, "autocdc._events");
+}
+
+/* autocdc._rows(NULL::rowtype): rows computed by the fold. */
+Datum
+autocdc_rows(PG_FUNCTION_ARGS)
+{
+	return batch_return(fcinfo, BATCH_ROWS, "autocdc._rows");
+}
+
+/* Planner support: the number of rows each batch function returns. */
+Datum
+autocdc_batch_support(PG_FUNCTION_ARGS)
+{
+	Node	   *req = (Node *) PG_GETARG_POINTER(0);
+
+	if (IsA(req, SupportRequestRows))
+	{
+		SupportRequestRows *r = (SupportRequestRows *) req;
+		char	   *fname = get_func_name(r->funcid);
+		int			which = -1;
+
+		if (fname == NULL)
+			PG_RETURN_POINTER(NULL);
+		if (strcmp(fname, "_batch") == 0)
+			which = BATCH_SOURCE;
+		else if (strcmp(fname, "_events") == 0)
+			which = BATCH_EVENTS;
+		else if (strcmp(fname, "_rows") == 0)
+			which = BATCH_ROWS;
+		if (which >= 0 && slots[which].ts != NULL)
+		{
+			r->rows = Max(slots[which].nrows, 1);
+			PG_RETURN_POINTER(req);
+		}
+	}
+	PG_RETURN_POINTER(NULL);
+}

@@ -1,0 +1,649 @@
+/*-------------------------------------------------------------------------
+ *
+ * source.c
+ *		Feed capture: the database's replication slot, first reads under a
+ *		snapshot, and logical decoding of committed feed inserts.
+ *
+ * One logical slot per database (plugin pgoutput, publication
+ * autocdc_feeds) serves every flow.  A flow's progress is an LSN kept in
+ * autocdc.flow_state: source transactions whose commit record starts before
+ * it are applied.  A run decodes from the slot's confirmed position up to
+ * the WAL flushed when it started and keeps the inserts into its feed from
+ * transactions at or after its progress; afterwards the slot is confirmed up
+ * to the oldest committed progress of all flows.
+ *
+ * A first read takes a snapshot S, reads the feed under it, and then keeps
+ * from the decoded stream exactly the transactions S did not show (its own
+ * transaction included).  Transactions that have already written their
+ * commit to the clog but were still in the snapshot's running list count as
+ * shown (they are read under S), so that no commit that happened before the
+ * read can slip between the read and the decoded stream.  The slot is held
+ * from the snapshot to the end of decoding, so nobody can confirm it past a
+ * transaction the read did not show.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/transam.h"
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "access/xlogutils.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "libpq/pqformat.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "replication/decode.h"
+#include "replication/logical.h"
+#include "replication/logicalproto.h"
+#include "replication/slot.h"
+#include "storage/lmgr.h"
+#include "storage/lock.h"
+#include "storage/procarray.h"
+#include "utils/builtins.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/pg_lsn.h"
+#include "utils/rel.h"
+#include "utils/resowner.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+#include "catalog/pg_type.h"
+#include "access/table.h"
+#include "funcapi.h"
+
+#include "autocdc.h"
+#include "compat.h"
+
+PG_FUNCTION_INFO_V1(autocdc_slot_info);
+
+/* A relation announced by pgoutput, mapped onto the feed's current columns. */
+typedef struct DecodedRel
+{
+	LogicalRepRelId relid;
+	int		   *map;			/* feed attno-1 -> message column, -1 none */
+} DecodedRel;
+
+/* State of one decoding pass for one flow. */
+typedef struct DecodeState
+{
+	FlowDef    *flow;
+	Relation	feed;
+	TupleDesc	feeddesc;
+	Oid		   *typinput;
+	Oid		   *typrecv;
+	Oid		   *typioparam;
+	List	   *rels;			/* DecodedRel */
+	Snapshot	first;			/* first read: keep what this did not show */
+	bool		keep;			/* keep the current transaction's inserts */
+	bool		skip;			/* current transaction is skipped */
+	XLogRecPtr	commit_lsn;		/* of the current transaction */
+	TimestampTz commit_time;
+	int64		ord;
+	Tuplestorestate *batch;
+	TupleDesc	batchdesc;
+	ResourceOwner owner;		/* for the batch's temporary files */
+	MemoryContext cxt;			/* reset after each message */
+	RunMetrics *m;
+} DecodeState;
+
+/* The slot's name: one per database and extension incarnation. */
+char *
+source_slot_name(void)
+{
+	return psprintf("autocdc_%u", get_extension_oid("autocdc", false));
+}
+
+/* Lock tag serializing slot creation in this database. */
+static void
+slot_lock_tag(LOCKTAG *tag)
+{
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, 0x61756364, 0, 2);
+}
+
+/* Drop inactive autocdc slots of this database left by an older incarnation. */
+static void
+drop_stale_slots(const char *keep)
+{
+	List	   *names = NIL;
+	ListCell   *lc;
+	int			i;
+
+	LWLockAcquire(ReplicationSlotControlLock, LW_SHARED);
+	for (i = 0; i < max_replication_slots; i++)
+	{
+		ReplicationSlot *s = &ReplicationSlotCtl->replication_slots[i];
+
+		if (s->in_use && s->data.database == MyDatabaseId && s->active_pid == 0 &&
+			strncmp(NameStr(s->data.name), "autocdc_", 8) == 0 &&
+			strcmp(NameStr(s->data.name), keep) != 0)
+			names = lappend(names, pstrdup(NameStr(s->data.name)));
+	}
+	LWLockRelease(ReplicationSlotControlLock);
+	foreach(lc, names)
+		ReplicationSlotDrop(lfirst(lc), true);
+}
+
+/*
+ * Make sure the database's slot exists.  Creating it is only possible in a
+ * transaction that has not written (PostgreSQL's rule), and waits for the
+ * transactions running at that moment.
+ */
+void
+source_ensure_slot(void)
+{
+	char	   *name = source_slot_name();
+	LOCKTAG		tag;
+
+	if (SearchNamedReplicationSlot(name, true) != NULL)
+		return;
+	if (TransactionIdIsValid(GetTopTransactionIdIfAny()))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the replication slot of autocdc does not exist yet"),
+				 errhint("The first run in a database creates it and must not follow writes in the same transaction: run autocdc.run_flow() in a transaction of its own.")));
+	CheckLogicalDecodingRequirements();
+
+	slot_lock_tag(&tag);
+	(void) LockAcquire(&tag, ExclusiveLock, true, false);
+	PG_TRY();
+	{
+		if (SearchNamedReplicationSlot(name, true) == NULL)
+		{
+			LogicalDecodingContext *ctx;
+
+			drop_stale_slots(name);
+			compat_ReplicationSlotCreate(name, true, RS_EPHEMERAL, false);
+			ctx = CreateInitDecodingContext("pgoutput", NIL, false, InvalidXLogRecPtr,
+											XL_ROUTINE(.page_read = read_local_xlog_page,
+													   .segment_open = wal_segment_open,
+													   .segment_close = wal_segment_close),
+											NULL, NULL, NULL);
+			DecodingContextFindStartpoint(ctx);
+			FreeDecodingContext(ctx);
+			ReplicationSlotPersist();
+			ReplicationSlotRelease();
+		}
+	}
+	PG_FINALLY();
+	{
+		LockRelease(&tag, ExclusiveLock, true);
+	}
+	PG_END_TRY();
+}
+
+/*
+ * A copy of the latest snapshot in which transactions that already
+ * committed to the clog count as shown, and this transaction does not.
+ */
+static Snapshot
+first_read_snapshot(void)
+{
+	Snapshot	src = GetLatestSnapshot();
+	Snapshot	snap = palloc(sizeof(SnapshotData));
+	TransactionId own = GetTopTransactionIdIfAny();
+	int			i,
+				n = 0;
+
+	*snap = *src;
+	snap->xip = palloc(sizeof(TransactionId) * (src->xcnt + 1));
+	for (i = 0; i < src->xcnt; i++)
+		if (!TransactionIdDidCommit(src->xip[i]))
+			snap->xip[n++] = src->xip[i];
+	if (TransactionIdIsValid(own) && TransactionIdPrecedes(own, snap->xmax))
+		snap->xip[n++] = own;
+	snap->xcnt = n;
+	snap->subxip = palloc(sizeof(TransactionId) * (src->subxcnt + 1));
+	n = 0;
+	for (i = 0; i < src->subxcnt; i++)
+		if (!TransactionIdDidCommit(src->subxip[i]))
+			snap->subxip[n++] = src->subxip[i];
+	snap->subxcnt = n;
+	snap->curcid = FirstCommandId;	/* hide this transaction's own rows */
+	snap->copied = false;
+	snap->active_count = 0;
+	snap->regd_count = 0;
+	snap->snapXactCompletionCount = 0;
+	return snap;
+}
+
+/* The type's binary receive function, if any. */
+static Oid
+get_typ_receive(Oid typid)
+{
+	HeapTuple	tp = SearchSysCache1(TYPEOID, ObjectIdGetDatum(typid));
+	Oid			result = InvalidOid;
+
+	if (HeapTupleIsValid(tp))
+	{
+		result = ((Form_pg_type) GETSTRUCT(tp))->typreceive;
+		ReleaseSysCache(tp);
+	}
+	return result;
+}
+
+/* Did the first-read snapshot show the (top-level) transaction xid? */
+static bool
+snapshot_showed(Snapshot snap, TransactionId xid)
+{
+	int			i;
+
+	if (TransactionIdPrecedes(xid, snap->xmin))
+		return true;
+	if (TransactionIdFollowsOrEquals(xid, snap->xmax))
+		return false;
+	for (i = 0; i < snap->xcnt; i++)
+		if (TransactionIdEquals(xid, snap->xip[i]))
+			return false;
+	return true;
+}
+
+/*
+ * Read the whole source under the active snapshot into the batch, every
+ * row at arrival position (pos, i).  Runs as the flow owner.
+ */
+void
+source_snapshot_read(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
+					 XLogRecPtr pos)
+{
+	char	   *sql;
+	Portal		portal;
+	int64		ord = 0;
+	Oid			saved_uid;
+	int			saved_sec;
+	char		relkind = get_rel_relkind(flow->source);
+
+	sql = psprintf("SELECT s FROM %s%s s",
+				   relkind == RELKIND_RELATION ? "ONLY " : "",
+				   quote_qualified_identifier(get_namespace_name(get_rel_namespace(flow->source)),
+											  get_rel_name(flow->source)));
+	become_owner(flow->owner, &saved_uid, &saved_sec);
+	portal = SPI_cursor_open_with_args(NULL, sql, 0, NULL, NULL, NULL, true, 0);
+	for (;;)
+	{
+		uint64		i;
+
+		SPI_cursor_fetch(portal, true, 10000);
+		if (SPI_processed == 0)
+			break;
+		for (i = 0; i < SPI_processed; i++)
+		{
+			Datum		values[3];
+			bool		nulls[3] = {false, false, false};
+
+			values[0] = LSNGetDatum(pos);
+			values[1] = Int64GetDatum(++ord);
+			values[2] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &nulls[2]);
+			tuplestore_putvalues(batch, batchdesc, values, nulls);
+		}
+		SPI_freetuptable(SPI_tuptable);
+	}
+	SPI_cursor_close(portal);
+	restore_user(saved_uid, saved_sec);
+}
+
+/* pgoutput writer callbacks: we consume ctx->out in do_write. */
+static void
+decode_prepare_write(LogicalDecodingContext *ctx, XLogRecPtr lsn,
+					 TransactionId xid, bool last_write)
+{
+	resetStringInfo(ctx->out);
+}
+
+/* Map a relation message onto the feed's current columns. */
+static void
+decode_relation(DecodeState *st, StringInfo in)
+{
+	LogicalRepRelation *rel = logicalrep_read_rel(in);
+	DecodedRel *dr;
+	ListCell   *lc;
+	int			i,
+				j;
+
+	if (rel->remoteid != st->flow->source)
+		return;
+	foreach(lc, st->rels)
+	{
+		dr = lfirst(lc);
+		if (dr->relid == rel->remoteid)
+		{
+			st->rels = foreach_delete_current(st->rels, lc);
+			break;
+		}
+	}
+	dr = palloc(sizeof(DecodedRel));
+	dr->relid = rel->remoteid;
+	dr->map = palloc(sizeof(int) * st->feeddesc->natts);
+	for (i = 0; i < st->feeddesc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(st->feeddesc, i);
+
+		dr->map[i] = -1;
+		if (att->attisdropped)
+			continue;
+		for (j = 0; j < rel->natts; j++)
+			if (strcmp(rel->attnames[j], NameStr(att->attname)) == 0)
+			{
+				if (rel->atttyps[j] != att->atttypid)
+					ereport(ERROR,
+							(errcode(ERRCODE_DATATYPE_MISMATCH),
+							 errmsg("flow \"%s\": column \"%s\" of source \"%s\" changed type",
+									st->flow->name, NameStr(att->attname),
+									get_rel_name(st->flow->source)),
+							 errhint("Run autocdc.full_refresh('%s') to re-read the source.",
+									 st->flow->name)));
+				dr->map[i] = j;
+			}
+	}
+	st->rels = lappend(st->rels, dr);
+}
+
+/* Turn an insert message of the feed into a batch row. */
+static void
+decode_insert(DecodeState *st, StringInfo in)
+{
+	LogicalRepTupleData tup;
+	LogicalRepRelId relid;
+	DecodedRel *dr = NULL;
+	ListCell   *lc;
+	TupleDesc	desc = st->feeddesc;
+	Datum	   *values;
+	bool	   *nulls;
+	int			i;
+	HeapTuple	row;
+	Datum		bvalues[3];
+	bool		bnulls[3] = {false, false, false};
+	ResourceOwner saved;
+
+	/* peek at the relation id before parsing the tuple */
+	relid = pq_getmsgint(in, 4);
+	if (relid != st->flow->source || !st->keep)
+		return;
+	if (st->skip)
+	{
+		st->m->num_skipped++;
+		return;
+	}
+	in->cursor -= 4;
+	relid = logicalrep_read_insert(in, &tup);
+	foreach(lc, st->rels)
+		if (((DecodedRel *) lfirst(lc))->relid == relid)
+			dr = lfirst(lc);
+	if (dr == NULL)
+		elog(ERROR, "insert for relation %u without relation message", relid);
+
+	values = palloc(sizeof(Datum) * desc->natts);
+	nulls = palloc(sizeof(bool) * desc->natts);
+	for (i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		int			j = dr->map[i];
+
+		values[i] = (Datum) 0;
+		nulls[i] = true;
+		if (j < 0 || j >= tup.ncols)
+			continue;
+		switch (tup.colstatus[j])
+		{
+			case LOGICALREP_COLUMN_TEXT:
+				values[i] = OidInputFunctionCall(st->typinput[i], tup.colvalues[j].data,
+												 st->typioparam[i], att->atttypmod);
+				nulls[i] = false;
+				break;
+			case LOGICALREP_COLUMN_BINARY:
+				values[i] = OidReceiveFunctionCall(st->typrecv[i], &tup.colvalues[j],
+												   st->typioparam[i], att->atttypmod);
+				nulls[i] = false;
+				break;
+			default:
+				break;
+		}
+	}
+	row = heap_form_tuple(desc, values, nulls);
+	bvalues[0] = LSNGetDatum(st->commit_lsn);
+	bvalues[1] = Int64GetDatum(++st->ord);
+	bvalues[2] = heap_copy_tuple_as_datum(row, desc);
+	saved = CurrentResourceOwner;
+	CurrentResourceOwner = st->owner;
+	tuplestore_putvalues(st->batch, st->batchdesc, bvalues, bnulls);
+	CurrentResourceOwner = saved;
+}
+
+/* Handle one pgoutput message. */
+static void
+decode_write(LogicalDecodingContext *ctx, XLogRecPtr lsn, TransactionId xid,
+			 bool last_write)
+{
+	DecodeState *st = ctx->output_writer_private;
+	StringInfoData in;
+	MemoryContext old;
+	char		type;
+
+	if (ctx->out->len == 0)
+		return;
+	old = MemoryContextSwitchTo(st->cxt);
+	in.data = ctx->out->data;
+	in.len = ctx->out->len;
+	in.maxlen = ctx->out->maxlen;
+	in.cursor = 1;
+	type = ctx->out->data[0];
+	switch (type)
+	{
+		case LOGICAL_REP_MSG_BEGIN:
+			{
+				LogicalRepBeginData b;
+
+				logicalrep_read_begin(&in, &b);
+				st->commit_lsn = b.final_lsn;
+				st->commit_time = b.committime;
+				st->ord = 0;
+				st->keep = (!st->flow->has_progress || b.final_lsn >= st->flow->progress) &&
+					(st->first == NULL || !snapshot_showed(st->first, b.xid));
+				st->skip = st->keep && !XLogRecPtrIsInvalid(st->flow->skip_upto) &&
+					b.final_lsn <= st->flow->skip_upto;
+				if (st->keep && !st->skip)
+					st->m->last_commit_time = b.committime;
+				break;
+			}
+		case LOGICAL_REP_MSG_RELATION:
+			MemoryContextSwitchTo(old);
+			decode_relation(st, &in);
+			break;
+		case LOGICAL_REP_MSG_INSERT:
+			decode_insert(st, &in);
+			break;
+		default:
+			break;
+	}
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(st->cxt);
+}
+
+/* Is the flow's progress still served by the slot? */
+static void
+check_resync(FlowDef *flow)
+{
+	if (flow->has_progress &&
+		flow->progress < MyReplicationSlot->data.confirmed_flush)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("flow \"%s\" needs a resync: its source position %X/%X is no longer available",
+						flow->name, LSN_FORMAT_ARGS(flow->progress)),
+				 errhint("Run autocdc.full_refresh('%s').", flow->name)));
+}
+
+/*
+ * Confirm the slot up to the oldest committed progress of all flows, once
+ * the commits that recorded it are flushed.  The slot must be ours.
+ */
+static void
+confirm_oldest_progress(void)
+{
+	Oid			saved_uid;
+	int			saved_sec;
+	bool		isnull;
+	Datum		d;
+
+	become_superuser(&saved_uid, &saved_sec);
+	if (SPI_execute("SELECT pg_catalog.min(s.progress) FROM autocdc.flow_state s "
+					"JOIN autocdc.flow f ON f.name OPERATOR(pg_catalog.=) s.name WHERE NOT f.once",
+					true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read flow progress");
+	restore_user(saved_uid, saved_sec);
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (isnull)
+		return;
+	XLogFlush(GetXLogInsertRecPtr());
+	if (DatumGetLSN(d) > MyReplicationSlot->data.confirmed_flush)
+	{
+		LogicalConfirmReceivedLocation(DatumGetLSN(d));
+		ReplicationSlotMarkDirty();
+	}
+}
+
+/*
+ * Capture the events of a change flow into the batch: a first read when the
+ * flow has no progress, then the decoded inserts.  Sets flow->progress to
+ * the end of what was decoded.  SPI must be connected.
+ */
+XLogRecPtr
+source_capture(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
+			   RunMetrics *m)
+{
+	char	   *slot = source_slot_name();
+	DecodeState st;
+	XLogRecPtr	end;
+	XLogRecPtr	result = InvalidXLogRecPtr;
+	int			i;
+	ResourceOwner saved_owner = CurrentResourceOwner;
+
+	memset(&st, 0, sizeof(st));
+	st.flow = flow;
+	st.batch = batch;
+	st.batchdesc = batchdesc;
+	st.owner = CurrentResourceOwner;
+	st.m = m;
+	st.cxt = AllocSetContextCreate(CurrentMemoryContext, "autocdc decode",
+								   ALLOCSET_DEFAULT_SIZES);
+	st.feed = table_open(flow->source, AccessShareLock);
+	st.feeddesc = RelationGetDescr(st.feed);
+	st.typinput = palloc0(sizeof(Oid) * st.feeddesc->natts);
+	st.typrecv = palloc0(sizeof(Oid) * st.feeddesc->natts);
+	st.typioparam = palloc0(sizeof(Oid) * st.feeddesc->natts);
+	for (i = 0; i < st.feeddesc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(st.feeddesc, i);
+
+		if (att->attisdropped)
+			continue;
+		getTypeInputInfo(att->atttypid, &st.typinput[i], &st.typioparam[i]);
+		if (OidIsValid(get_typ_receive(att->atttypid)))
+			getTypeBinaryInputInfo(att->atttypid, &st.typrecv[i], &st.typioparam[i]);
+	}
+
+	compat_ReplicationSlotAcquire(slot, false);
+	PG_TRY();
+	{
+		LogicalDecodingContext *ctx;
+		List	   *options;
+
+		check_resync(flow);
+		if (!flow->has_progress)
+		{
+			Snapshot	snap = first_read_snapshot();
+
+			PushActiveSnapshot(snap);
+			source_snapshot_read(flow, batch, batchdesc, GetXLogInsertRecPtr());
+			PopActiveSnapshot();
+			st.first = snap;
+		}
+
+		/* everything committed before this point is decoded by this run */
+		XLogFlush(GetXLogInsertRecPtr());
+		end = GetFlushRecPtr(NULL);
+
+		options = list_make3(makeDefElem("proto_version", (Node *) makeString("1"), -1),
+							 makeDefElem("publication_names",
+										 (Node *) makeString(AUTOCDC_PUBLICATION), -1),
+							 makeDefElem("binary", (Node *) makeString("true"), -1));
+		ctx = CreateDecodingContext(InvalidXLogRecPtr, options, false,
+									XL_ROUTINE(.page_read = read_local_xlog_page,
+											   .segment_open = wal_segment_open,
+											   .segment_close = wal_segment_close),
+									decode_prepare_write, decode_write, NULL);
+		ctx->output_writer_private = &st;
+		saved_owner = CurrentResourceOwner;
+		XLogBeginRead(ctx->reader, MyReplicationSlot->data.restart_lsn);
+		InvalidateSystemCaches();
+		while (ctx->reader->EndRecPtr < end)
+		{
+			XLogRecord *record;
+			char	   *errm = NULL;
+
+			record = XLogReadRecord(ctx->reader, &errm);
+			if (errm)
+				elog(ERROR, "could not find record for logical decoding: %s", errm);
+			if (record != NULL)
+				LogicalDecodingProcessRecord(ctx, ctx->reader);
+			CHECK_FOR_INTERRUPTS();
+		}
+		/* decoding's internal subtransactions may leave another owner current */
+		CurrentResourceOwner = saved_owner;
+		result = ctx->reader->EndRecPtr;
+		FreeDecodingContext(ctx);
+		InvalidateSystemCaches();
+		confirm_oldest_progress();
+		ReplicationSlotRelease();
+	}
+	PG_CATCH();
+	{
+		CurrentResourceOwner = saved_owner;
+		InvalidateSystemCaches();
+		if (MyReplicationSlot != NULL)
+			ReplicationSlotRelease();
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	table_close(st.feed, AccessShareLock);
+	MemoryContextDelete(st.cxt);
+	if (result > flow->progress || !flow->has_progress)
+		flow->progress = result;
+	flow->has_progress = true;
+	return result;
+}
+
+/* autocdc._slot_info(): the database's slot, or a row of nulls. */
+Datum
+autocdc_slot_info(PG_FUNCTION_ARGS)
+{
+	TupleDesc	desc;
+	Datum		values[3];
+	bool		nulls[3] = {true, true, true};
+	char	   *name = source_slot_name();
+	int			i;
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	LWLockAcquire(ReplicationSlotControlLock, LW_SHARED);
+	for (i = 0; i < max_replication_slots; i++)
+	{
+		ReplicationSlot *s = &ReplicationSlotCtl->replication_slots[i];
+
+		if (s->in_use && strcmp(NameStr(s->data.name), name) == 0)
+		{
+			SpinLockAcquire(&s->mutex);
+			values[0] = DirectFunctionCall1(namein, CStringGetDatum(name));
+			values[1] = LSNGetDatum(s->data.confirmed_flush);
+			values[2] = LSNGetDatum(s->data.restart_lsn);
+			SpinLockRelease(&s->mutex);
+			nulls[0] = nulls[1] = nulls[2] = false;
+		}
+	}
+	LWLockRelease(ReplicationSlotControlLock);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+}
