@@ -21,6 +21,11 @@ CREATE SCHEMA autocdc_state;
  */
 CREATE PUBLICATION autocdc_feeds FOR ALL TABLES
 	WITH (publish = 'insert', publish_via_partition_root = true);
+-- PostgreSQL does not make publications extension members by itself
+CREATE FUNCTION autocdc._claim_publication() RETURNS void
+	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'autocdc_claim_publication';
+SELECT autocdc._claim_publication();
+DROP FUNCTION autocdc._claim_publication();
 
 -- targets written by flows; hidden state table autocdc_state.target_<id>
 CREATE TABLE autocdc.target (
@@ -234,3 +239,35 @@ SELECT f.name,
 GRANT USAGE ON SCHEMA autocdc TO PUBLIC;
 GRANT SELECT ON autocdc.flows, autocdc.flow_runs TO PUBLIC;
 REVOKE ALL ON autocdc.flow, autocdc.flow_state, autocdc.target FROM PUBLIC;
+
+/*
+ * DROP TABLE of a flow's source or target is refused (SPEC §4): the flow
+ * would be left pointing at nothing.  drop_flow(name, true) removes the
+ * catalog rows first, so it passes.
+ */
+CREATE FUNCTION autocdc._drop_guard() RETURNS event_trigger
+	LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS
+$$
+DECLARE
+	r record;
+	f text;
+BEGIN
+	IF pg_catalog.to_regclass('autocdc.flow') IS NULL THEN
+		RETURN;					-- the extension itself is being dropped
+	END IF;
+	FOR r IN SELECT * FROM pg_catalog.pg_event_trigger_dropped_objects()
+			  WHERE classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND objsubid = 0
+	LOOP
+		SELECT fl.name INTO f FROM autocdc.flow fl JOIN autocdc.target t ON t.id = fl.target_id
+		 WHERE fl.source::pg_catalog.oid = r.objid OR t.relid::pg_catalog.oid = r.objid
+		 ORDER BY fl.name LIMIT 1;
+		IF f IS NOT NULL THEN
+			RAISE EXCEPTION 'cannot drop table % because flow "%" uses it', r.object_identity, f
+				USING ERRCODE = 'dependent_objects_still_exist',
+					  HINT = pg_catalog.format('Drop the flow first with SELECT autocdc.drop_flow(%L).', f);
+		END IF;
+	END LOOP;
+END;
+$$;
+CREATE EVENT TRIGGER autocdc_drop_guard ON sql_drop
+	EXECUTE FUNCTION autocdc._drop_guard();

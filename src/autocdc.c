@@ -17,7 +17,11 @@
 
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "catalog/dependency.h"
+#include "catalog/objectaddress.h"
+#include "catalog/pg_publication.h"
 #include "catalog/pg_type.h"
+#include "commands/extension.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -68,6 +72,7 @@ void		_PG_init(void);
 
 PG_FUNCTION_INFO_V1(autocdc_check_server);
 PG_FUNCTION_INFO_V1(autocdc_pending_errors);
+PG_FUNCTION_INFO_V1(autocdc_claim_publication);
 
 /* Ask for the shared memory and the lock of the error ring. */
 static void
@@ -136,6 +141,24 @@ autocdc_check_server(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("autocdc requires wal_level = logical"),
 				 errhint("Set wal_level = logical in postgresql.conf and restart the server.")));
+	PG_RETURN_VOID();
+}
+
+/*
+ * autocdc._claim_publication(): make the capture publication a member of
+ * the extension being created, so that pg_dump skips it and DROP EXTENSION
+ * removes it.
+ */
+Datum
+autocdc_claim_publication(PG_FUNCTION_ARGS)
+{
+	ObjectAddress addr;
+
+	if (!creating_extension)
+		elog(ERROR, "autocdc._claim_publication() may only run in CREATE EXTENSION");
+	ObjectAddressSet(addr, PublicationRelationId,
+					 get_publication_oid(AUTOCDC_PUBLICATION, false));
+	recordDependencyOnCurrentExtension(&addr, false);
 	PG_RETURN_VOID();
 }
 
