@@ -86,6 +86,8 @@ typedef struct ApplyCtx
 	Oid			ttype;
 	Oid			stype;
 	int			ndata;			/* data columns (state order) */
+	int		   *dattno;		/* data idx -> state attribute index */
+	int			bk[5];			/* state index of seq, lsn, ord, kind, at */
 	char	  **dnames;
 	Oid		   *dtypes;
 	Oid		   *dcolls;
@@ -120,6 +122,9 @@ typedef struct ApplyCtx
 	MemoryContext groupcxt;
 	MemoryContext cxt;			/* lives for the whole apply */
 } ApplyCtx;
+
+static void put_state_row(ApplyCtx *a, Tuplestorestate *ts, Datum *dvals, bool *dnulls,
+						  Datum seq, XLogRecPtr lsn, int64 ord, char kind);
 
 /* Append a tid to a growable array. */
 static void
@@ -255,7 +260,32 @@ apply_setup(ApplyCtx *a, FlowDef *flow)
 	table_close(trel, AccessShareLock);
 	table_close(srel, AccessShareLock);
 
-	a->ndata = a->sdesc->natts - 5;
+	/* data columns by name; bookkeeping columns wherever they are */
+	a->dattno = palloc(sizeof(int) * a->sdesc->natts);
+	a->ndata = 0;
+	for (i = 0; i < 5; i++)
+		a->bk[i] = -1;
+	for (i = 0; i < a->sdesc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(a->sdesc, i);
+		const char *bkname[5] = {"__autocdc_seq", "__autocdc_lsn", "__autocdc_ord",
+		"__autocdc_kind", "__autocdc_at"};
+		bool		bookkeeping = false;
+
+		if (att->attisdropped)
+			continue;
+		for (k = 0; k < 5; k++)
+			if (strcmp(NameStr(att->attname), bkname[k]) == 0)
+			{
+				a->bk[k] = i;
+				bookkeeping = true;
+			}
+		if (!bookkeeping)
+			a->dattno[a->ndata++] = i;
+	}
+	for (i = 0; i < 5; i++)
+		if (a->bk[i] < 0)
+			elog(ERROR, "hidden state of flow \"%s\" is damaged", flow->name);
 	a->dnames = palloc(sizeof(char *) * a->ndata);
 	a->dtypes = palloc(sizeof(Oid) * a->ndata);
 	a->dcolls = palloc(sizeof(Oid) * a->ndata);
@@ -268,7 +298,7 @@ apply_setup(ApplyCtx *a, FlowDef *flow)
 	a->keyidx = palloc(sizeof(int) * a->nkeys);
 	for (i = 0; i < a->ndata; i++)
 	{
-		Form_pg_attribute att = TupleDescAttr(a->sdesc, i);
+		Form_pg_attribute att = TupleDescAttr(a->sdesc, a->dattno[i]);
 		Oid			outf;
 		bool		varlena;
 		ListCell   *lc;
@@ -308,7 +338,7 @@ apply_setup(ApplyCtx *a, FlowDef *flow)
 	if (!OidIsValid(tc->cmp_proc_finfo.fn_oid))
 		elog(ERROR, "sequence type %u has no comparison function", flow->seq_type);
 	fmgr_info_copy(&a->seqcmp, &tc->cmp_proc_finfo, CurrentMemoryContext);
-	a->seqcoll = TupleDescAttr(a->sdesc, a->ndata)->attcollation;
+	a->seqcoll = TupleDescAttr(a->sdesc, a->bk[0])->attcollation;
 	a->seq_is_row = type_is_rowtype(flow->seq_type);
 	get_typlenbyval(flow->seq_type, &a->seqlen, &a->seqbyval);
 
@@ -370,8 +400,8 @@ classify(ApplyCtx *a, Tuplestorestate *events, List **truncs)
 	int			i;
 	Portal		portal;
 	int64		n = 0;
-	Datum	   *values = palloc(sizeof(Datum) * a->sdesc->natts);
-	bool	   *nulls = palloc(sizeof(bool) * a->sdesc->natts);
+	Datum	   *values = palloc(sizeof(Datum) * (a->ndata + 4));
+	bool	   *nulls = palloc(sizeof(bool) * (a->ndata + 4));
 
 	initStringInfo(&sql);
 	appendStringInfoString(&sql, "SELECT ");
@@ -383,8 +413,7 @@ classify(ApplyCtx *a, Tuplestorestate *events, List **truncs)
 			appendStringInfo(&sql, "NULL::%s, ", format_type_be_qualified(a->dtypes[i]));
 	}
 	appendStringInfo(&sql, "(%s)::%s, s.__autocdc_lsn, s.__autocdc_ord, "
-					 "(CASE WHEN (%s) THEN 't' WHEN (%s) THEN 'd' ELSE 'u' END)::pg_catalog.\"char\", "
-					 "pg_catalog.now() "
+					 "(CASE WHEN (%s) THEN 't' WHEN (%s) THEN 'd' ELSE 'u' END)::pg_catalog.\"char\" "
 					 "FROM (SELECT b.lsn AS __autocdc_lsn, b.ord AS __autocdc_ord, (b.r).* "
 					 "FROM autocdc._batch(NULL::%s) b) s",
 					 f->sequence_by, format_type_be_qualified(f->seq_type),
@@ -443,7 +472,8 @@ classify(ApplyCtx *a, Tuplestorestate *events, List **truncs)
 										   LSN_FORMAT_ARGS(lsn)),
 								 errhint("Pass it with SELECT autocdc.skip_events('%s', '%X/%X').",
 										 f->name, LSN_FORMAT_ARGS(lsn))));
-			tuplestore_putvalues(events, a->sdesc, values, nulls);
+			put_state_row(a, events, values, nulls, values[a->ndata], lsn,
+						  DatumGetInt64(values[a->ndata + 2]), kind);
 		}
 		SPI_freetuptable(SPI_tuptable);
 	}
@@ -477,30 +507,42 @@ load_state_truncates(ApplyCtx *a, List **truncs)
 	}
 }
 
-/* Store an event row into the hidden state's insert list. */
+/* Form a state row (data values in data order) into a tuplestore. */
 static void
-keep_event(ApplyCtx *a, Ev *e)
+put_state_row(ApplyCtx *a, Tuplestorestate *ts, Datum *dvals, bool *dnulls,
+			  Datum seq, XLogRecPtr lsn, int64 ord, char kind)
 {
 	Datum	   *values = palloc(sizeof(Datum) * a->sdesc->natts);
 	bool	   *nulls = palloc(sizeof(bool) * a->sdesc->natts);
 	int			i;
 
+	for (i = 0; i < a->sdesc->natts; i++)
+	{
+		values[i] = (Datum) 0;
+		nulls[i] = true;
+	}
 	for (i = 0; i < a->ndata; i++)
 	{
-		values[i] = e->vals[i];
-		nulls[i] = e->nulls[i];
+		values[a->dattno[i]] = dvals[i];
+		nulls[a->dattno[i]] = dnulls[i];
 	}
-	values[a->ndata] = e->seq;
-	nulls[a->ndata] = false;
-	values[a->ndata + 1] = LSNGetDatum(e->lsn);
-	nulls[a->ndata + 1] = false;
-	values[a->ndata + 2] = Int64GetDatum(e->ord);
-	nulls[a->ndata + 2] = false;
-	values[a->ndata + 3] = CharGetDatum(e->kind);
-	nulls[a->ndata + 3] = false;
-	values[a->ndata + 4] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
-	nulls[a->ndata + 4] = false;
-	tuplestore_putvalues(a->sins, a->sdesc, values, nulls);
+	values[a->bk[0]] = seq;
+	values[a->bk[1]] = LSNGetDatum(lsn);
+	values[a->bk[2]] = Int64GetDatum(ord);
+	values[a->bk[3]] = CharGetDatum(kind);
+	values[a->bk[4]] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	for (i = 0; i < 5; i++)
+		nulls[a->bk[i]] = false;
+	tuplestore_putvalues(ts, a->sdesc, values, nulls);
+	pfree(values);
+	pfree(nulls);
+}
+
+/* Store an event row into the hidden state's insert list. */
+static void
+keep_event(ApplyCtx *a, Ev *e)
+{
+	put_state_row(a, a->sins, e->vals, e->nulls, e->seq, e->lsn, e->ord, e->kind);
 	a->nsins++;
 }
 
@@ -991,8 +1033,8 @@ apply_batch(FlowDef *flow, RunMetrics *m, bool have_batch)
 				for (j = 0; j < a.ndata; j++)
 					if (!group[i]->nulls[j])
 						group[i]->vals[j] = datumCopy(group[i]->vals[j],
-													  TupleDescAttr(a.sdesc, j)->attbyval,
-													  TupleDescAttr(a.sdesc, j)->attlen);
+													  TupleDescAttr(a.sdesc, a.dattno[j])->attbyval,
+													  TupleDescAttr(a.sdesc, a.dattno[j])->attlen);
 				if (!group[i]->seqnull)
 					group[i]->seq = datumCopy(group[i]->seq, a.seqbyval, a.seqlen);
 				if (!group[i]->endnull)
