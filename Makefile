@@ -16,3 +16,6 @@ override CFLAGS += -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initia
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# every object depends on the shared headers
+$(OBJS): src/autocdc.h src/compat.h

@@ -40,6 +40,9 @@ typedef struct FlowDef
 	char	   *truncates;		/* normalized expression or NULL */
 	bool		ignore_nulls;
 	List	   *columns;		/* selected source columns, source order */
+	bool		has_include;	/* column_list was given */
+	List	   *col_include;	/* column_list */
+	List	   *col_except;		/* except_column_list */
 	List	   *track;			/* tracked columns (SCD 2), NIL: all data */
 	bool		once;
 	Oid			seq_type;
@@ -72,6 +75,7 @@ extern FlowDef *catalog_load_flow(const char *name, bool lock, bool missing_ok);
 extern List *catalog_target_flows(int target_id);
 extern void catalog_check_flow_owner(FlowDef *flow);
 extern void catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz started);
+extern void catalog_sync_columns(FlowDef *flow, bool refresh);
 extern char *state_table_name(int target_id);
 extern void become_superuser(Oid *saved_uid, int *saved_sec);
 extern void become_owner(Oid owner, Oid *saved_uid, int *saved_sec);

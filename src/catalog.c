@@ -1225,7 +1225,7 @@ catalog_load_flow(const char *name, bool lock, bool missing_ok)
 							   "(SELECT CASE WHEN pg_catalog.bool_and(g.tombstone_retention IS NOT NULL) "
 							   "  THEN pg_catalog.max(g.tombstone_retention)::pg_catalog.text END "
 							   "  FROM autocdc.flow g WHERE g.target_id OPERATOR(pg_catalog.=) f.target_id), "
-							   "s.progress, s.once_done, s.skip_upto, f.paused "
+							   "s.progress, s.once_done, s.skip_upto, f.paused, f.column_list, f.except_column_list "
 							   "FROM autocdc.flow f JOIN autocdc.target t ON t.id OPERATOR(pg_catalog.=) f.target_id "
 							   "JOIN autocdc.flow_state s ON s.name OPERATOR(pg_catalog.=) f.name "
 							   "WHERE f.name OPERATOR(pg_catalog.=) $1 %s",
@@ -1276,6 +1276,11 @@ catalog_load_flow(const char *name, bool lock, bool missing_ok)
 	d = SPI_getbinval(tup, desc, 21, &isnull);
 	f->skip_upto = isnull ? InvalidXLogRecPtr : DatumGetLSN(d);
 	f->paused = DatumGetBool(SPI_getbinval(tup, desc, 22, &isnull));
+	d = SPI_getbinval(tup, desc, 23, &isnull);
+	f->has_include = !isnull;
+	f->col_include = isnull ? NIL : parse_identifier_array(DatumGetArrayTypeP(d), "column");
+	d = SPI_getbinval(tup, desc, 24, &isnull);
+	f->col_except = isnull ? NIL : parse_identifier_array(DatumGetArrayTypeP(d), "column");
 	MemoryContextSwitchTo(old);
 	return f;
 }
@@ -1302,6 +1307,111 @@ catalog_target_flows(int target_id)
 		result = lappend(result, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
 	MemoryContextSwitchTo(old);
 	return result;
+}
+
+/*
+ * Follow source schema changes (SPEC §4): a column added to a source whose
+ * selection is "all" or "* except" is added to the target and the hidden
+ * state; a captured column that was dropped, renamed or retyped fails the
+ * run with a hint to full_refresh, which re-resolves the selection (and
+ * retypes the emptied target's column).  SPI connected.
+ */
+void
+catalog_sync_columns(FlowDef *flow, bool refresh)
+{
+	List	   *src = relation_columns(flow->source);
+	List	   *tgt = relation_columns(flow->target);
+	char	   *tname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(flow->target)),
+												   get_rel_name(flow->target));
+	char	   *sname = quote_qualified_identifier(AUTOCDC_STATE_SCHEMA,
+												   state_table_name(flow->target_id));
+	List	   *selection = NIL;
+	bool		changed = false;
+	ListCell   *lc;
+	Oid			saved_uid;
+	int			saved_sec;
+
+	foreach(lc, src)
+	{
+		ColInfo    *c = lfirst(lc);
+
+		if (flow->has_include && !name_in_list(flow->col_include, c->name))
+			continue;
+		if (name_in_list(flow->col_except, c->name))
+			continue;
+		if (strcmp(c->name, "__start_at") == 0 || strcmp(c->name, "__end_at") == 0 ||
+			strncmp(c->name, "__autocdc_", 10) == 0)
+			continue;
+		selection = lappend(selection, c->name);
+	}
+
+	become_superuser(&saved_uid, &saved_sec);
+	foreach(lc, flow->columns)
+	{
+		char	   *name = lfirst(lc);
+		ColInfo    *s = find_column(src, name);
+		ColInfo    *t = find_column(tgt, name);
+
+		if (s == NULL && (!refresh || name_in_list(flow->keys, name) || flow->has_include))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("flow \"%s\": column \"%s\" of source \"%s\" no longer exists",
+							flow->name, name, get_rel_name(flow->source)),
+					 refresh || name_in_list(flow->keys, name) || flow->has_include ?
+					 errhint("Drop the flow and create it again with the source's new columns.") :
+					 errhint("Run SELECT autocdc.full_refresh('%s') to re-read the source with its new columns.",
+							 flow->name)));
+		if (s != NULL && t != NULL && s->typid != t->typid)
+		{
+			if (!refresh)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATATYPE_MISMATCH),
+						 errmsg("flow \"%s\": column \"%s\" of source \"%s\" changed type from %s to %s",
+								flow->name, name, get_rel_name(flow->source),
+								format_type_be(t->typid), format_type_be(s->typid)),
+						 errhint("Run SELECT autocdc.full_refresh('%s') to re-read the source.", flow->name)));
+			spi_exec(psprintf("ALTER TABLE %s ALTER COLUMN %s TYPE %s USING NULL",
+							  tname, quote_identifier(name),
+							  format_type_with_typemod(s->typid, s->typmod)), SPI_OK_UTILITY);
+			spi_exec(psprintf("ALTER TABLE %s ALTER COLUMN %s TYPE %s USING NULL",
+							  sname, quote_identifier(name),
+							  format_type_with_typemod(s->typid, s->typmod)), SPI_OK_UTILITY);
+			changed = true;
+		}
+	}
+	foreach(lc, selection)
+	{
+		char	   *name = lfirst(lc);
+		ColInfo    *s = find_column(src, name);
+
+		if (name_in_list(flow->columns, name))
+			continue;
+		changed = true;
+		if (find_column(tgt, name) == NULL)
+			spi_exec(psprintf("ALTER TABLE %s ADD COLUMN %s", tname,
+							  column_definition(name, s->typid, s->typmod, s->collation)),
+					 SPI_OK_UTILITY);
+		if (find_column(relation_columns(get_relname_relid(state_table_name(flow->target_id),
+															 get_namespace_oid(AUTOCDC_STATE_SCHEMA, false))),
+						name) == NULL)
+			spi_exec(psprintf("ALTER TABLE %s ADD COLUMN %s", sname,
+							  column_definition(name, s->typid, s->typmod, s->collation)),
+					 SPI_OK_UTILITY);
+	}
+	if (changed || list_length(selection) != list_length(flow->columns))
+	{
+		Datum		args[2];
+		Oid			types[2] = {TEXTOID, NAMEARRAYOID};
+
+		args[0] = CStringGetTextDatum(flow->name);
+		args[1] = names_to_array(selection);
+		if (SPI_execute_with_args("UPDATE autocdc.flow SET columns = $2 WHERE name OPERATOR(pg_catalog.=) $1",
+								  2, types, args, NULL, false, 0) != SPI_OK_UPDATE)
+			elog(ERROR, "could not update flow columns");
+		flow->columns = selection;
+		CommandCounterIncrement();
+	}
+	restore_user(saved_uid, saved_sec);
 }
 
 /* Running, refreshing, skipping, pausing and dropping need ownership. */

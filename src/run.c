@@ -55,7 +55,7 @@ lock_target(int target_id)
  * its progress.
  */
 static void
-run_one(FlowDef *flow, RunMetrics *m)
+run_one(FlowDef *flow, RunMetrics *m, bool refresh)
 {
 	TupleDesc	bdesc;
 	Tuplestorestate *batch;
@@ -72,6 +72,7 @@ run_one(FlowDef *flow, RunMetrics *m)
 	batch = tuplestore_begin_heap(false, false, work_mem);
 
 	lock_target(flow->target_id);
+	catalog_sync_columns(flow, refresh);
 	if (flow->once)
 	{
 		if (flow->once_done)
@@ -165,7 +166,7 @@ autocdc_run_flow(PG_FUNCTION_ARGS)
 
 		run_prologue(name);
 		flow = catalog_load_flow(name, true, false);
-		run_one(flow, &m);
+		run_one(flow, &m, false);
 	}
 	PG_CATCH();
 	{
@@ -242,7 +243,7 @@ autocdc_full_refresh(PG_FUNCTION_ARGS)
 			f->has_progress = false;
 			f->progress = InvalidXLogRecPtr;
 			f->once_done = false;
-			run_one(f, &fm);
+			run_one(f, &fm, true);
 			m.num_events += fm.num_events;
 			m.num_upserted += fm.num_upserted;
 			m.num_deleted += fm.num_deleted;
