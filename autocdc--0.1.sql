@@ -71,6 +71,7 @@ CREATE INDEX ON autocdc.flow (target_id);
 CREATE TABLE autocdc.flow_state (
 	name		text PRIMARY KEY REFERENCES autocdc.flow ON DELETE CASCADE ON UPDATE CASCADE,
 	progress	pg_lsn,			-- source commits before this LSN are applied; NULL: first read pending
+	slot_name	text,			-- the replication slot the progress belongs to
 	once_done	boolean NOT NULL DEFAULT false,
 	skip_upto	pg_lsn,			-- source commits at or before this LSN are skipped
 	last_run_at timestamptz,
@@ -207,7 +208,8 @@ SELECT f.name,
 	   CASE
 		   WHEN f.paused THEN 'paused'
 		   WHEN s.progress IS NOT NULL AND NOT f.once
-			AND (sl.slot_name IS NULL OR s.progress < sl.confirmed_flush) THEN 'needs_resync'
+			AND (sl.slot_name IS NULL OR s.slot_name IS DISTINCT FROM sl.slot_name::text
+				 OR s.progress < sl.confirmed_flush) THEN 'needs_resync'
 		   WHEN pe.error IS NOT NULL OR s.last_error IS NOT NULL THEN 'error'
 		   ELSE 'idle'
 	   END AS state,

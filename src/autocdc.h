@@ -50,6 +50,7 @@ typedef struct FlowDef
 	/* progress */
 	bool		has_progress;
 	XLogRecPtr	progress;
+	char	   *slot_name;		/* slot the progress belongs to */
 	bool		once_done;
 	XLogRecPtr	skip_upto;
 	bool		paused;

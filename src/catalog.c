@@ -1225,7 +1225,7 @@ catalog_load_flow(const char *name, bool lock, bool missing_ok)
 							   "(SELECT CASE WHEN pg_catalog.bool_and(g.tombstone_retention IS NOT NULL) "
 							   "  THEN pg_catalog.max(g.tombstone_retention)::pg_catalog.text END "
 							   "  FROM autocdc.flow g WHERE g.target_id OPERATOR(pg_catalog.=) f.target_id), "
-							   "s.progress, s.once_done, s.skip_upto, f.paused, f.column_list, f.except_column_list "
+							   "s.progress, s.once_done, s.skip_upto, f.paused, f.column_list, f.except_column_list, s.slot_name "
 							   "FROM autocdc.flow f JOIN autocdc.target t ON t.id OPERATOR(pg_catalog.=) f.target_id "
 							   "JOIN autocdc.flow_state s ON s.name OPERATOR(pg_catalog.=) f.name "
 							   "WHERE f.name OPERATOR(pg_catalog.=) $1 %s",
@@ -1281,6 +1281,8 @@ catalog_load_flow(const char *name, bool lock, bool missing_ok)
 	f->col_include = isnull ? NIL : parse_identifier_array(DatumGetArrayTypeP(d), "column");
 	d = SPI_getbinval(tup, desc, 24, &isnull);
 	f->col_except = isnull ? NIL : parse_identifier_array(DatumGetArrayTypeP(d), "column");
+	d = SPI_getbinval(tup, desc, 25, &isnull);
+	f->slot_name = isnull ? NULL : TextDatumGetCString(d);
 	MemoryContextSwitchTo(old);
 	return f;
 }
@@ -1428,10 +1430,10 @@ catalog_check_flow_owner(FlowDef *flow)
 void
 catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz started)
 {
-	Datum		args[9];
-	Oid			types[9] = {TEXTOID, LSNOID, BOOLOID, INT8OID, INT8OID, INT8OID, INT8OID,
-	TIMESTAMPTZOID, TIMESTAMPTZOID};
-	char		nulls[9];
+	Datum		args[10];
+	Oid			types[10] = {TEXTOID, LSNOID, BOOLOID, INT8OID, INT8OID, INT8OID, INT8OID,
+	TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID};
+	char		nulls[10];
 	Oid			saved_uid;
 	int			saved_sec;
 
@@ -1451,6 +1453,10 @@ catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz started)
 		args[8] = TimestampTzGetDatum(m->last_commit_time);
 	else
 		nulls[8] = 'n';
+	if (flow->slot_name)
+		args[9] = CStringGetTextDatum(flow->slot_name);
+	else
+		nulls[9] = 'n';
 	become_superuser(&saved_uid, &saved_sec);
 	if (SPI_execute_with_args("UPDATE autocdc.flow_state SET progress = $2, once_done = $3, "
 							  "num_events = num_events OPERATOR(pg_catalog.+) $4, "
@@ -1458,14 +1464,14 @@ catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz started)
 							  "num_deleted_rows = num_deleted_rows OPERATOR(pg_catalog.+) $6, "
 							  "num_skipped_events = num_skipped_events OPERATOR(pg_catalog.+) $7, "
 							  "last_run_at = $8, last_error = NULL, last_error_at = NULL, "
-							  "last_commit_at = coalesce($9, last_commit_at) "
+							  "last_commit_at = coalesce($9, last_commit_at), slot_name = $10 "
 							  "WHERE name OPERATOR(pg_catalog.=) $1",
-							  9, types, args, nulls, false, 0) != SPI_OK_UPDATE)
+							  10, types, args, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update flow state");
 	if (SPI_execute_with_args("INSERT INTO autocdc.flow_runs (flow, started_at, finished_at, num_events, "
 							  "num_upserted_rows, num_deleted_rows, num_skipped_events, status) "
 							  "VALUES ($1, $8, pg_catalog.clock_timestamp(), $4, $5, $6, $7, 'ok')",
-							  9, types, args, nulls, false, 0) != SPI_OK_INSERT)
+							  8, types, args, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not log run");
 	restore_user(saved_uid, saved_sec);
 }

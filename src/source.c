@@ -91,11 +91,54 @@ typedef struct DecodeState
 	RunMetrics *m;
 } DecodeState;
 
-/* The slot's name: one per database and extension incarnation. */
+/* Prefix of this database's slot names for the installed extension. */
+static char *
+slot_prefix(void)
+{
+	return psprintf("autocdc_%u_", get_extension_oid("autocdc", false));
+}
+
+/*
+ * The name of the database's current slot, or NULL.  Every slot gets a new
+ * name when it is created, and flows remember the slot their progress
+ * belongs to: progress recorded on another slot (dropped, lost, restored
+ * cluster) cannot be served, and the flow needs a resync.
+ */
 char *
 source_slot_name(void)
 {
-	return psprintf("autocdc_%u", get_extension_oid("autocdc", false));
+	char	   *prefix = slot_prefix();
+	char	   *result = NULL;
+	int			i;
+
+	LWLockAcquire(ReplicationSlotControlLock, LW_SHARED);
+	for (i = 0; i < max_replication_slots; i++)
+	{
+		ReplicationSlot *s = &ReplicationSlotCtl->replication_slots[i];
+
+		if (s->in_use && s->data.database == MyDatabaseId &&
+			strncmp(NameStr(s->data.name), prefix, strlen(prefix)) == 0)
+			result = pstrdup(NameStr(s->data.name));
+	}
+	LWLockRelease(ReplicationSlotControlLock);
+	return result;
+}
+
+/* Has a slot been invalidated (its WAL removed, max_slot_wal_keep_size)? */
+static bool
+slot_invalidated(const char *name)
+{
+	ReplicationSlot *s = SearchNamedReplicationSlot(name, true);
+	bool		result = false;
+
+	if (s != NULL)
+	{
+		SpinLockAcquire(&s->mutex);
+		result = XLogRecPtrIsInvalid(s->data.restart_lsn) &&
+			!XLogRecPtrIsInvalid(s->data.invalidated_at);
+		SpinLockRelease(&s->mutex);
+	}
+	return result;
 }
 
 /* Lock tag serializing slot creation in this database. */
@@ -105,7 +148,7 @@ slot_lock_tag(LOCKTAG *tag)
 	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, 0x61756364, 0, 2);
 }
 
-/* Drop inactive autocdc slots of this database left by an older incarnation. */
+/* Drop the inactive autocdc slots of this database other than keep. */
 static void
 drop_stale_slots(const char *keep)
 {
@@ -120,7 +163,7 @@ drop_stale_slots(const char *keep)
 
 		if (s->in_use && s->data.database == MyDatabaseId && s->active_pid == 0 &&
 			strncmp(NameStr(s->data.name), "autocdc_", 8) == 0 &&
-			strcmp(NameStr(s->data.name), keep) != 0)
+			(keep == NULL || strcmp(NameStr(s->data.name), keep) != 0))
 			names = lappend(names, pstrdup(NameStr(s->data.name)));
 	}
 	LWLockRelease(ReplicationSlotControlLock);
@@ -139,24 +182,27 @@ source_ensure_slot(void)
 	char	   *name = source_slot_name();
 	LOCKTAG		tag;
 
-	if (SearchNamedReplicationSlot(name, true) != NULL)
+	if (name != NULL && !slot_invalidated(name))
 		return;
 	if (TransactionIdIsValid(GetTopTransactionIdIfAny()))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the replication slot of autocdc does not exist yet"),
-				 errhint("The first run in a database creates it and must not follow writes in the same transaction: run autocdc.run_flow() in a transaction of its own.")));
+				 errmsg("the replication slot of autocdc %s",
+						name ? "was invalidated and must be created again" : "does not exist yet"),
+				 errhint("The run that creates it must not follow writes in the same transaction: run autocdc.run_flow() in a transaction of its own.")));
 	CheckLogicalDecodingRequirements();
 
 	slot_lock_tag(&tag);
 	(void) LockAcquire(&tag, ExclusiveLock, true, false);
 	PG_TRY();
 	{
-		if (SearchNamedReplicationSlot(name, true) == NULL)
+		name = source_slot_name();
+		if (name == NULL || slot_invalidated(name))
 		{
 			LogicalDecodingContext *ctx;
 
-			drop_stale_slots(name);
+			drop_stale_slots(NULL);
+			name = psprintf("%s%lx", slot_prefix(), (unsigned long) GetCurrentTimestamp());
 			compat_ReplicationSlotCreate(name, true, RS_EPHEMERAL, false);
 			ctx = CreateInitDecodingContext("pgoutput", NIL, false, InvalidXLogRecPtr,
 											XL_ROUTINE(.page_read = read_local_xlog_page,
@@ -468,7 +514,9 @@ static void
 check_resync(FlowDef *flow)
 {
 	if (flow->has_progress &&
-		flow->progress < MyReplicationSlot->data.confirmed_flush)
+		(flow->slot_name == NULL ||
+		 strcmp(flow->slot_name, NameStr(MyReplicationSlot->data.name)) != 0 ||
+		 flow->progress < MyReplicationSlot->data.confirmed_flush))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("flow \"%s\" needs a resync: its source position %X/%X is no longer available",
@@ -488,10 +536,14 @@ confirm_oldest_progress(void)
 	bool		isnull;
 	Datum		d;
 
+	Datum		arg = CStringGetTextDatum(NameStr(MyReplicationSlot->data.name));
+	Oid			argtype = TEXTOID;
+
 	become_superuser(&saved_uid, &saved_sec);
-	if (SPI_execute("SELECT pg_catalog.min(s.progress) FROM autocdc.flow_state s "
-					"JOIN autocdc.flow f ON f.name OPERATOR(pg_catalog.=) s.name WHERE NOT f.once",
-					true, 1) != SPI_OK_SELECT)
+	if (SPI_execute_with_args("SELECT pg_catalog.min(s.progress) FROM autocdc.flow_state s "
+							  "JOIN autocdc.flow f ON f.name OPERATOR(pg_catalog.=) s.name "
+							  "WHERE NOT f.once AND s.slot_name OPERATOR(pg_catalog.=) $1",
+							  1, &argtype, &arg, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read flow progress");
 	restore_user(saved_uid, saved_sec);
 	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
@@ -516,6 +568,11 @@ source_capture(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 {
 	char	   *slot = source_slot_name();
 	DecodeState st;
+
+	if (slot == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the replication slot of autocdc does not exist")));
 	XLogRecPtr	end;
 	XLogRecPtr	result = InvalidXLogRecPtr;
 	int			i;
@@ -614,6 +671,7 @@ source_capture(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 	if (result > flow->progress || !flow->has_progress)
 		flow->progress = result;
 	flow->has_progress = true;
+	flow->slot_name = slot;
 	return result;
 }
 
@@ -627,6 +685,8 @@ autocdc_slot_info(PG_FUNCTION_ARGS)
 	char	   *name = source_slot_name();
 	int			i;
 
+	if (name == NULL)
+		name = "";
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 	LWLockAcquire(ReplicationSlotControlLock, LW_SHARED);
