@@ -30,6 +30,7 @@
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/timestamp.h"
 
 #include "autocdc.h"
@@ -58,6 +59,8 @@ typedef struct AutocdcShared
 } AutocdcShared;
 
 bool		autocdc_preloaded = false;
+int			autocdc_decoding_work_mem = 256 * 1024;	/* kB */
+int			autocdc_work_mem = 128 * 1024;	/* kB */
 
 static AutocdcShared *shared = NULL;
 static List *persisted_ids = NIL;	/* ids written by this transaction */
@@ -121,6 +124,16 @@ _PG_init(void)
 #endif
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = autocdc_shmem_startup;
+	DefineCustomIntVariable("autocdc.decoding_work_mem",
+							"Memory a run may use to decode transactions before spilling them to disk.",
+							"Sets logical_decoding_work_mem while a run decodes its source.",
+							&autocdc_decoding_work_mem, 256 * 1024, 64, MAX_KILOBYTES,
+							PGC_USERSET, GUC_UNIT_KB, NULL, NULL, NULL);
+	DefineCustomIntVariable("autocdc.work_mem",
+							"Memory a run may use for its batches and sorts before spilling to disk.",
+							"Sets work_mem while a run applies a flow.",
+							&autocdc_work_mem, 128 * 1024, 64, MAX_KILOBYTES,
+							PGC_USERSET, GUC_UNIT_KB, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("autocdc");
 }
 

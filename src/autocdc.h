@@ -68,6 +68,8 @@ typedef struct RunMetrics
 
 /* autocdc.c */
 extern bool autocdc_preloaded;
+extern int	autocdc_decoding_work_mem;
+extern int	autocdc_work_mem;
 extern void autocdc_record_error(const char *flow, const char *message);
 extern void autocdc_persist_errors(void);
 

@@ -95,8 +95,9 @@ restore_user(Oid saved_uid, int saved_sec)
 }
 
 /*
- * Pin search_path to pg_catalog, pg_temp until the returned GUC nest level
- * is closed with AtEOXact_GUC(true, level).
+ * Pin search_path to pg_catalog, pg_temp (turn JIT off, raise work_mem to
+ * autocdc.work_mem) until the
+ * returned GUC nest level is closed with AtEOXact_GUC(true, level).
  */
 int
 set_safe_search_path(void)
@@ -106,6 +107,11 @@ set_safe_search_path(void)
 	(void) set_config_option("search_path", "pg_catalog, pg_temp",
 							 PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
+	/* the engine's queries are short-lived; compiling them costs more than it saves */
+	(void) set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("work_mem", psprintf("%d", Max(autocdc_work_mem, work_mem)),
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	return level;
 }
 

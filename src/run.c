@@ -60,6 +60,7 @@ run_one(FlowDef *flow, RunMetrics *m, bool refresh)
 	TupleDesc	bdesc;
 	Tuplestorestate *batch;
 	TimestampTz started = GetCurrentTimestamp();
+	TimestampTz captured;
 	Oid			saved_uid;
 	int			saved_sec;
 	bool		have_batch = true;
@@ -88,11 +89,16 @@ run_one(FlowDef *flow, RunMetrics *m, bool refresh)
 	else
 		(void) source_capture(flow, batch, bdesc, m);
 
+	captured = GetCurrentTimestamp();
 	batch_set(BATCH_SOURCE, batch, bdesc, get_rel_type_id(flow->source),
 			  tuplestore_tuple_count(batch));
 	become_owner(flow->owner, &saved_uid, &saved_sec);
 	apply_batch(flow, m, have_batch && tuplestore_tuple_count(batch) > 0);
 	restore_user(saved_uid, saved_sec);
+	elog(DEBUG1, "autocdc: flow \"%s\": captured " INT64_FORMAT " rows in %ld ms, applied in %ld ms",
+		 flow->name, (int64) tuplestore_tuple_count(batch),
+		 (long) ((captured - started) / 1000),
+		 (long) ((GetCurrentTimestamp() - captured) / 1000));
 	batch_clear();
 	tuplestore_end(batch);
 	catalog_save_progress(flow, m, started);

@@ -44,6 +44,7 @@
 #include "storage/lock.h"
 #include "storage/procarray.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -88,6 +89,7 @@ typedef struct DecodeState
 	TupleDesc	batchdesc;
 	ResourceOwner owner;		/* for the batch's temporary files */
 	MemoryContext cxt;			/* reset after each message */
+	MemoryContext relcxt;		/* relation maps, for the whole pass */
 	RunMetrics *m;
 } DecodeState;
 
@@ -496,7 +498,7 @@ decode_write(LogicalDecodingContext *ctx, XLogRecPtr lsn, TransactionId xid,
 				break;
 			}
 		case LOGICAL_REP_MSG_RELATION:
-			MemoryContextSwitchTo(old);
+			MemoryContextSwitchTo(st->relcxt);
 			decode_relation(st, &in);
 			break;
 		case LOGICAL_REP_MSG_INSERT:
@@ -586,6 +588,8 @@ source_capture(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 	st.m = m;
 	st.cxt = AllocSetContextCreate(CurrentMemoryContext, "autocdc decode",
 								   ALLOCSET_DEFAULT_SIZES);
+	st.relcxt = AllocSetContextCreate(CurrentMemoryContext, "autocdc decode relations",
+									  ALLOCSET_SMALL_SIZES);
 	st.feed = table_open(flow->source, AccessShareLock);
 	st.feeddesc = RelationGetDescr(st.feed);
 	st.typinput = palloc0(sizeof(Oid) * st.feeddesc->natts);
@@ -618,6 +622,11 @@ source_capture(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 			PopActiveSnapshot();
 			st.first = snap;
 		}
+
+		/* decode in memory as far as autocdc.decoding_work_mem allows */
+		(void) set_config_option("logical_decoding_work_mem",
+								 psprintf("%d", autocdc_decoding_work_mem),
+								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 
 		/* everything committed before this point is decoded by this run */
 		XLogFlush(GetXLogInsertRecPtr());
@@ -668,6 +677,7 @@ source_capture(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 
 	table_close(st.feed, AccessShareLock);
 	MemoryContextDelete(st.cxt);
+	MemoryContextDelete(st.relcxt);
 	if (result > flow->progress || !flow->has_progress)
 		flow->progress = result;
 	flow->has_progress = true;
