@@ -176,26 +176,26 @@ CREATE FUNCTION autocdc.run_flow(name text,
 	OUT num_events bigint, OUT num_upserted_rows bigint,
 	OUT num_deleted_rows bigint, OUT num_skipped_events bigint)
 	RETURNS SETOF record
-	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'autocdc_run_flow';
+	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_run_flow';
 
 CREATE FUNCTION autocdc.full_refresh(name text,
 	OUT num_events bigint, OUT num_upserted_rows bigint,
 	OUT num_deleted_rows bigint, OUT num_skipped_events bigint)
 	RETURNS SETOF record
-	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'autocdc_full_refresh';
+	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_full_refresh';
 
 CREATE FUNCTION autocdc.drop_flow(name text, drop_target boolean DEFAULT false)
 	RETURNS void
-	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'autocdc_drop_flow';
+	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_drop_flow';
 
 CREATE FUNCTION autocdc.skip_events(name text, upto pg_lsn)
 	RETURNS void
-	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'autocdc_skip_events';
+	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_skip_events';
 
 CREATE FUNCTION autocdc.pause_flow(name text) RETURNS void
-	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'autocdc_pause_flow';
+	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_pause_flow';
 CREATE FUNCTION autocdc.resume_flow(name text) RETURNS void
-	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'autocdc_resume_flow';
+	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_resume_flow';
 
 CREATE VIEW autocdc.flows AS
 SELECT f.name,
@@ -239,6 +239,8 @@ SELECT f.name,
 					  WHERE p.flow = f.name ORDER BY p.at DESC LIMIT 1) pe ON true;
 
 GRANT USAGE ON SCHEMA autocdc TO PUBLIC;
+-- state tables are owned by their targets' owners; the schema must be reachable
+GRANT USAGE ON SCHEMA autocdc_state TO PUBLIC;
 GRANT SELECT ON autocdc.flows, autocdc.flow_runs TO PUBLIC;
 REVOKE ALL ON autocdc.flow, autocdc.flow_state, autocdc.target FROM PUBLIC;
 
@@ -264,7 +266,7 @@ BEGIN
 		 WHERE fl.source::pg_catalog.oid = r.objid OR t.relid::pg_catalog.oid = r.objid
 		 ORDER BY fl.name LIMIT 1;
 		IF f IS NOT NULL THEN
-			RAISE EXCEPTION 'cannot drop table % because flow "%" uses it', r.object_identity, f
+			RAISE EXCEPTION 'cannot drop % % because flow "%" uses it', r.object_type, r.object_identity, f
 				USING ERRCODE = 'dependent_objects_still_exist',
 					  HINT = pg_catalog.format('Drop the flow first with SELECT autocdc.drop_flow(%L).', f);
 		END IF;

@@ -580,15 +580,26 @@ emit_target_row(ApplyCtx *a, OutRow *o)
 	a->ntins++;
 }
 
-/* Does an old target row hold exactly the fold's row? */
+/*
+ * Does an old target row hold exactly the fold's row?  With same_image,
+ * values must be identical (numeric 1.0 and 1.00 are equal but not the
+ * same: the target must show the upsert's own values).
+ */
 static bool
-row_equal(ApplyCtx *a, Ev *old, OutRow *o)
+row_equal(ApplyCtx *a, Ev *old, OutRow *o, bool same_image)
 {
 	int			i;
 
 	for (i = 0; i < a->ndata; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(a->sdesc, a->dattno[i]);
+
 		if (!column_equal(a, i, old->vals[i], old->nulls[i], o->vals[i], o->nulls[i]))
 			return false;
+		if (same_image && !old->nulls[i] &&
+			!datum_image_eq(old->vals[i], o->vals[i], att->attbyval, att->attlen))
+			return false;
+	}
 	if (a->flow->scd == '2' &&
 		!seq_equal(a, old->end, old->endnull, o->end, o->endnull))
 		return false;
@@ -783,9 +794,11 @@ fold_key(ApplyCtx *a, Ev **evs, int nevs)
 		if (found >= 0)
 		{
 			matched[found] = true;
-			if (row_equal(a, old, &out[found]))
+			if (row_equal(a, old, &out[found], true))
 				continue;
-			a->m->num_upserted++;
+			/* a value written differently but equal counts as unchanged */
+			if (!row_equal(a, old, &out[found], false))
+				a->m->num_upserted++;
 			push_tid(a->cxt, &a->tdel, &a->ntdel, &a->maxtdel, &old->tid);
 			emit_target_row(a, &out[found]);
 		}
@@ -890,7 +903,7 @@ insert_rows(Oid relid, Oid rowtype, Tuplestorestate *ts, TupleDesc desc, int64 n
  * security-restricted operation with search_path pinned; SPI connected.
  */
 void
-apply_batch(FlowDef *flow, RunMetrics *m, bool have_batch)
+apply_batch(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all)
 {
 	ApplyCtx	a;
 	Tuplestorestate *events;
@@ -916,7 +929,7 @@ apply_batch(FlowDef *flow, RunMetrics *m, bool have_batch)
 	events = tuplestore_begin_heap(false, false, work_mem);
 	nevents = have_batch ? classify(&a, events, &truncs) : 0;
 	m->num_events += nevents;
-	if (nevents == 0)
+	if (nevents == 0 && !touch_all)
 	{
 		tuplestore_end(events);
 		return;
@@ -954,7 +967,7 @@ apply_batch(FlowDef *flow, RunMetrics *m, bool have_batch)
 
 	/* the merged stream of the touched keys */
 	seqtype = format_type_be_qualified(flow->seq_type);
-	if (truncs != NIL)
+	if (truncs != NIL || touch_all)
 		filter = "";
 	else
 		filter = psprintf(" AND (%s) IN (SELECT %s FROM autocdc._events(NULL::%s) e "

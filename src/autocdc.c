@@ -63,7 +63,14 @@ int			autocdc_decoding_work_mem = 256 * 1024;	/* kB */
 int			autocdc_work_mem = 128 * 1024;	/* kB */
 
 static AutocdcShared *shared = NULL;
-static List *persisted_ids = NIL;	/* ids written by this transaction */
+/* entries written to the catalog by this transaction, with their subxact */
+typedef struct PersistedId
+{
+	uint64		id;
+	SubTransactionId subid;
+} PersistedId;
+
+static List *persisted_ids = NIL;
 static bool xact_callback_registered = false;
 
 #if PG_VERSION_NUM >= 150000
@@ -189,7 +196,7 @@ pending_xact_callback(XactEvent event, void *arg)
 		LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 		foreach(lc, persisted_ids)
 		{
-			uint64		id = *(uint64 *) lfirst(lc);
+			uint64		id = ((PersistedId *) lfirst(lc))->id;
 			int			i;
 
 			for (i = 0; i < PENDING_ERRORS; i++)
@@ -201,6 +208,32 @@ pending_xact_callback(XactEvent event, void *arg)
 	/* the list lives in TopMemoryContext */
 	list_free_deep(persisted_ids);
 	persisted_ids = NIL;
+}
+
+/*
+ * A subtransaction that wrote entries aborted: they are pending again.  One
+ * that committed hands them to its parent.
+ */
+static void
+pending_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+						 SubTransactionId parentSubid, void *arg)
+{
+	ListCell   *lc;
+
+	foreach(lc, persisted_ids)
+	{
+		PersistedId *p = lfirst(lc);
+
+		if (p->subid != mySubid)
+			continue;
+		if (event == SUBXACT_EVENT_ABORT_SUB)
+		{
+			persisted_ids = foreach_delete_current(persisted_ids, lc);
+			pfree(p);
+		}
+		else if (event == SUBXACT_EVENT_COMMIT_SUB)
+			p->subid = parentSubid;
+	}
 }
 
 /* Keep the error of a failed run of a flow until it can be written down. */
@@ -262,12 +295,12 @@ autocdc_persist_errors(void)
 		Datum		args[3];
 		Oid			types[3] = {TEXTOID, TEXTOID, TIMESTAMPTZOID};
 		MemoryContext old;
-		uint64	   *idp;
+		PersistedId *idp;
 		ListCell   *lc;
 		bool		seen = false;
 
 		foreach(lc, persisted_ids)
-			if (*(uint64 *) lfirst(lc) == copy[i].id)
+			if (((PersistedId *) lfirst(lc))->id == copy[i].id)
 				seen = true;
 		if (seen)
 			continue;
@@ -290,11 +323,13 @@ autocdc_persist_errors(void)
 		if (!xact_callback_registered)
 		{
 			RegisterXactCallback(pending_xact_callback, NULL);
+			RegisterSubXactCallback(pending_subxact_callback, NULL);
 			xact_callback_registered = true;
 		}
 		old = MemoryContextSwitchTo(TopMemoryContext);
-		idp = palloc(sizeof(uint64));
-		*idp = copy[i].id;
+		idp = palloc(sizeof(PersistedId));
+		idp->id = copy[i].id;
+		idp->subid = GetCurrentSubTransactionId();
 		persisted_ids = lappend(persisted_ids, idp);
 		MemoryContextSwitchTo(old);
 	}

@@ -105,6 +105,6 @@ extern void batch_clear(void);
 #define BATCH_COUNT 3
 
 /* apply.c */
-extern void apply_batch(FlowDef *flow, RunMetrics *m, bool have_batch);
+extern void apply_batch(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all);
 
 #endif							/* AUTOCDC_H */

@@ -343,48 +343,66 @@ static ExprInfo *
 analyze_expression(Oid source, const char *expr, const char *what)
 {
 	char	   *sql;
-	List	   *raw;
+	List	   *raw = NIL;
 	RawStmt    *rs;
-	Query	   *q;
+	Query	   *q = NULL;
 	TargetEntry *te;
 	Node	   *node;
 	ExprInfo   *info = palloc0(sizeof(ExprInfo));
 	List	   *dpctx;
 	int			level;
-	ErrorContextCallback *saved;
+	MemoryContext cxt = CurrentMemoryContext;
+	char	   *srcname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(source)),
+													 get_rel_name(source));
 
-	sql = psprintf("SELECT (%s) FROM %s", expr,
-				   quote_qualified_identifier(get_namespace_name(get_rel_namespace(source)),
-											  get_rel_name(source)));
-	saved = error_context_stack;
+	/* the newlines keep a trailing comment in expr from eating the rest */
+	sql = psprintf("SELECT (\n%s\n) FROM %s", expr, srcname);
 	PG_TRY();
 	{
 		raw = raw_parser(sql, RAW_PARSE_DEFAULT);
+		if (list_length(raw) == 1)
+		{
+			rs = linitial_node(RawStmt, raw);
+			q = parse_analyze_fixedparams(rs, sql, NULL, 0, NULL);
+		}
 	}
 	PG_CATCH();
 	{
-		MemoryContext ecxt = MemoryContextSwitchTo(CurrentMemoryContext);
 		ErrorData  *edata;
 
-		error_context_stack = saved;
-		MemoryContextSwitchTo(ecxt);
+		MemoryContextSwitchTo(cxt);
 		edata = CopyErrorData();
 		FlushErrorState();
+		if (edata->sqlerrcode == ERRCODE_UNDEFINED_COLUMN)
+		{
+			/* Spark writes string literals in double quotes */
+			char	   *col = NULL;
+			char	   *quoted = NULL;
+
+			if (sscanf(edata->message, "column \"%m[^\"]\" does not exist", &col) == 1)
+				quoted = psprintf("\"%s\"", col);
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("%s expression \"%s\": %s in source \"%s\"", what, expr,
+							edata->message, get_rel_name(source)),
+					 quoted && strstr(expr, quoted) ?
+					 errhint("String literals take single quotes in PostgreSQL: write '%s' instead of %s.",
+							 col, quoted) : 0));
+		}
 		ereport(ERROR,
-				(errcode(ERRCODE_SYNTAX_ERROR),
+				(errcode(edata->sqlerrcode == ERRCODE_SYNTAX_ERROR ? ERRCODE_SYNTAX_ERROR :
+						 edata->sqlerrcode),
 				 errmsg("invalid %s expression \"%s\": %s", what, expr, edata->message)));
 	}
 	PG_END_TRY();
-	if (list_length(raw) != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_SYNTAX_ERROR),
-				 errmsg("invalid %s expression \"%s\"", what, expr)));
-	rs = linitial_node(RawStmt, raw);
-	q = parse_analyze_fixedparams(rs, sql, NULL, 0, NULL);
-	if (!IsA(q, Query) || q->commandType != CMD_SELECT ||
+	if (q == NULL || !IsA(q, Query) || q->commandType != CMD_SELECT ||
 		list_length(q->targetList) != 1 || q->hasAggs || q->hasWindowFuncs ||
 		q->hasTargetSRFs || q->hasSubLinks || q->groupClause || q->havingQual ||
-		q->sortClause || q->limitCount || q->distinctClause || list_length(q->rtable) != 1)
+		q->sortClause || q->limitCount || q->limitOffset || q->distinctClause ||
+		q->cteList || q->setOperations || q->jointree->quals != NULL ||
+		list_length(q->rtable) != 1 || list_length(q->jointree->fromlist) != 1 ||
+		linitial_node(RangeTblEntry, q->rtable)->rtekind != RTE_RELATION ||
+		linitial_node(RangeTblEntry, q->rtable)->relid != source)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid %s expression \"%s\"", what, expr),
@@ -684,11 +702,16 @@ check_existing_target(Oid target, const char *tname, List *srccols, List *select
 		{
 			ColInfo    *t = find_column(tcols, scdcols[i]);
 
-			if (t == NULL || t->typid != seqtype)
+			if (t == NULL)
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
 						 errmsg("target \"%s\" needs a column \"%s\" of type %s for SCD type 2",
 								tname, scdcols[i], format_type_be(seqtype))));
+			if (t->typid != seqtype)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATATYPE_MISMATCH),
+						 errmsg("column \"%s\" of target \"%s\" has type %s, but the sequence has type %s",
+								scdcols[i], tname, format_type_be(t->typid), format_type_be(seqtype))));
 		}
 	}
 	else
@@ -742,10 +765,16 @@ autocdc_create_flow(PG_FUNCTION_ARGS)
 	char		scd;
 
 	memset(&a, 0, sizeof(a));
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("target, source and keys of a flow must not be null")));
+	{
+		const char *argnames[3] = {"target", "source", "keys"};
+		int			i;
+
+		for (i = 0; i < 3; i++)
+			if (PG_ARGISNULL(i))
+				ereport(ERROR,
+						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						 errmsg("%s of a flow must not be null", argnames[i])));
+	}
 	a.target = ARG_TEXT(0);
 	a.source = ARG_TEXT(1);
 	a.keys = ARG_ARRAY(2);
@@ -803,12 +832,6 @@ autocdc_create_flow(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("source \"%s\" has row-level security enabled", srcname),
 				 errhint("A flow must read every row of its source; its owner must bypass row-level security.")));
-	if (pg_class_aclcheck(source, owner, ACL_SELECT) != ACLCHECK_OK &&
-		pg_attribute_aclcheck_all(source, owner, ACL_SELECT, ACLMASK_ALL) != ACLCHECK_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied for source \"%s\"", srcname),
-				 errhint("The flow owner needs SELECT on every column of the source that the flow reads.")));
 	srccols = relation_columns(source);
 
 	/* keys and column selections */
@@ -878,9 +901,10 @@ autocdc_create_flow(PG_FUNCTION_ARGS)
 		foreach(lc, list_concat(list_copy(tracklist), trackexcept))
 			if (!name_in_list(datacols, lfirst(lc)))
 				ereport(ERROR,
-						(errcode(ERRCODE_UNDEFINED_COLUMN),
-						 errmsg("track history column \"%s\" is not a non-key column of the target",
-								(char *) lfirst(lc))));
+						(errcode(find_column(srccols, lfirst(lc)) ? ERRCODE_INVALID_PARAMETER_VALUE :
+								 ERRCODE_UNDEFINED_COLUMN),
+						 errmsg("track history column \"%s\" is not a selected non-key column of source \"%s\"",
+								(char *) lfirst(lc), srcname)));
 		if (a.track_list || a.track_except_list)
 			foreach(lc, datacols)
 				if (a.track_list ? name_in_list(tracklist, lfirst(lc)) :
@@ -934,7 +958,30 @@ autocdc_create_flow(PG_FUNCTION_ARGS)
 												get_rel_name(source)));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	spi_exec(sql.data, SPI_OK_SELECT);
+	{
+		MemoryContext cxt = CurrentMemoryContext;
+
+		PG_TRY();
+		{
+			spi_exec(sql.data, SPI_OK_SELECT);
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+
+			MemoryContextSwitchTo(cxt);
+			edata = CopyErrorData();
+			if (edata->sqlerrcode != ERRCODE_INSUFFICIENT_PRIVILEGE)
+				PG_RE_THROW();
+			FlushErrorState();
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied for source \"%s\"", srcname),
+					 errdetail("%s", edata->message),
+					 errhint("The flow owner needs SELECT on the source columns the flow selects and its expressions use.")));
+		}
+		PG_END_TRY();
+	}
 
 	/* target */
 	target = resolve_relation(a.target, &trv);
@@ -1307,7 +1354,7 @@ catalog_target_flows(int target_id)
 
 	become_superuser(&saved_uid, &saved_sec);
 	if (SPI_execute_with_args("SELECT name FROM autocdc.flow WHERE target_id OPERATOR(pg_catalog.=) $1 ORDER BY name",
-							  1, &argtype, &arg, NULL, true, 0) != SPI_OK_SELECT)
+							  1, &argtype, &arg, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read flows");
 	restore_user(saved_uid, saved_sec);
 	old = MemoryContextSwitchTo(CurrentMemoryContext);
@@ -1487,12 +1534,30 @@ catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz started)
  * ----------------------------------------------------------------
  */
 
+/* Error out on a NULL argument of the flow functions. */
+static void
+require_args(FunctionCallInfo fcinfo, int n, const char *const *names)
+{
+	int			i;
+
+	for (i = 0; i < n; i++)
+		if (PG_ARGISNULL(i))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("%s must not be null", names[i])));
+}
+
 /* autocdc.drop_flow(name, drop_target) */
 Datum
 autocdc_drop_flow(PG_FUNCTION_ARGS)
 {
-	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	bool		drop_target = PG_GETARG_BOOL(1);
+	static const char *const argnames[] = {"flow name", "drop_target"};
+	char	   *name;
+	bool		drop_target;
+
+	require_args(fcinfo, 2, argnames);
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	drop_target = PG_GETARG_BOOL(1);
 	FlowDef    *flow;
 	List	   *others;
 	Oid			saved_uid;
@@ -1584,6 +1649,9 @@ update_flow(const char *name, const char *sql, Datum extra, Oid extratype)
 Datum
 autocdc_skip_events(PG_FUNCTION_ARGS)
 {
+	static const char *const argnames[] = {"flow name", "upto"};
+
+	require_args(fcinfo, 2, argnames);
 	update_flow(text_to_cstring(PG_GETARG_TEXT_PP(0)),
 				"UPDATE autocdc.flow_state SET skip_upto = "
 				"CASE WHEN skip_upto IS NULL OR skip_upto OPERATOR(pg_catalog.<) $2 THEN $2 ELSE skip_upto END "
@@ -1596,6 +1664,9 @@ autocdc_skip_events(PG_FUNCTION_ARGS)
 Datum
 autocdc_pause_flow(PG_FUNCTION_ARGS)
 {
+	static const char *const argnames[] = {"flow name"};
+
+	require_args(fcinfo, 1, argnames);
 	update_flow(text_to_cstring(PG_GETARG_TEXT_PP(0)),
 				"UPDATE autocdc.flow SET paused = true WHERE name OPERATOR(pg_catalog.=) $1",
 				(Datum) 0, InvalidOid);
@@ -1606,6 +1677,9 @@ autocdc_pause_flow(PG_FUNCTION_ARGS)
 Datum
 autocdc_resume_flow(PG_FUNCTION_ARGS)
 {
+	static const char *const argnames[] = {"flow name"};
+
+	require_args(fcinfo, 1, argnames);
 	update_flow(text_to_cstring(PG_GETARG_TEXT_PP(0)),
 				"UPDATE autocdc.flow SET paused = false WHERE name OPERATOR(pg_catalog.=) $1",
 				(Datum) 0, InvalidOid);

@@ -28,4 +28,28 @@
 	ReplicationSlotCreate((name), (dbspecific), (persistency), (twophase))
 #endif
 
+/*
+ * The end of the WAL inserted so far, safe to flush up to.  Before 17,
+ * GetXLogInsertRecPtr() points past the header of a page (or segment) that
+ * has not been written yet when the insert position sits on a boundary, and
+ * flushing there fails.
+ */
+#if PG_VERSION_NUM >= 170000
+#define compat_GetXLogInsertEndRecPtr() GetXLogInsertEndRecPtr()
+#else
+#include "access/xlog.h"
+#include "access/xlog_internal.h"
+static inline XLogRecPtr
+compat_GetXLogInsertEndRecPtr(void)
+{
+	XLogRecPtr	ptr = GetXLogInsertRecPtr();
+
+	if (XLogSegmentOffset(ptr, wal_segment_size) == SizeOfXLogLongPHD)
+		ptr -= SizeOfXLogLongPHD;
+	else if (ptr % XLOG_BLCKSZ == SizeOfXLogShortPHD)
+		ptr -= SizeOfXLogShortPHD;
+	return ptr;
+}
+#endif
+
 #endif							/* AUTOCDC_COMPAT_H */

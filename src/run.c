@@ -51,11 +51,40 @@ lock_target(int target_id)
 }
 
 /*
+ * The owner must still be able to read what the flow reads: the columns it
+ * selects and those its expressions use (a zero-row query checks exactly
+ * those, with the owner's current privileges).
+ */
+static void
+check_read_privileges(FlowDef *flow)
+{
+	StringInfoData sql;
+	ListCell   *lc;
+	Oid			saved_uid;
+	int			saved_sec;
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT ");
+	foreach(lc, flow->columns)
+		appendStringInfo(&sql, "s.%s, ", quote_identifier(lfirst(lc)));
+	appendStringInfo(&sql, "(%s), (%s), (%s) FROM %s s LIMIT 0",
+					 flow->sequence_by,
+					 flow->deletes ? flow->deletes : "NULL",
+					 flow->truncates ? flow->truncates : "NULL",
+					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(flow->source)),
+												get_rel_name(flow->source)));
+	become_owner(flow->owner, &saved_uid, &saved_sec);
+	if (SPI_execute(sql.data, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not check the privileges of flow \"%s\"", flow->name);
+	restore_user(saved_uid, saved_sec);
+}
+
+/*
  * Capture and apply everything available to one (locked) flow, and record
  * its progress.
  */
 static void
-run_one(FlowDef *flow, RunMetrics *m, bool refresh)
+run_one(FlowDef *flow, RunMetrics *m, bool refresh, bool touch_all)
 {
 	TupleDesc	bdesc;
 	Tuplestorestate *batch;
@@ -74,6 +103,7 @@ run_one(FlowDef *flow, RunMetrics *m, bool refresh)
 
 	lock_target(flow->target_id);
 	catalog_sync_columns(flow, refresh);
+	check_read_privileges(flow);
 	if (flow->once)
 	{
 		if (flow->once_done)
@@ -93,7 +123,7 @@ run_one(FlowDef *flow, RunMetrics *m, bool refresh)
 	batch_set(BATCH_SOURCE, batch, bdesc, get_rel_type_id(flow->source),
 			  tuplestore_tuple_count(batch));
 	become_owner(flow->owner, &saved_uid, &saved_sec);
-	apply_batch(flow, m, have_batch && tuplestore_tuple_count(batch) > 0);
+	apply_batch(flow, m, have_batch && tuplestore_tuple_count(batch) > 0, touch_all);
 	restore_user(saved_uid, saved_sec);
 	elog(DEBUG1, "autocdc: flow \"%s\": captured " INT64_FORMAT " rows in %ld ms, applied in %ld ms",
 		 flow->name, (int64) tuplestore_tuple_count(batch),
@@ -134,13 +164,30 @@ record_failure(const char *name, MemoryContext cxt)
 	FreeErrorData(edata);
 }
 
+/*
+ * The name argument of a run function, checked, and the flow's ownership:
+ * errors here are not failures of the flow.
+ */
+static char *
+checked_flow_name(FunctionCallInfo fcinfo)
+{
+	char	   *name;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("flow name must not be null")));
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	catalog_check_flow_owner(catalog_load_flow(name, false, false));
+	return name;
+}
+
 /* Prepare a run: the slot (before anything is written), then the errors. */
 static void
 run_prologue(const char *name)
 {
 	FlowDef    *peek = catalog_load_flow(name, false, false);
 
-	catalog_check_flow_owner(peek);
 	if (!peek->once)
 		source_ensure_slot();
 	{
@@ -157,7 +204,7 @@ run_prologue(const char *name)
 Datum
 autocdc_run_flow(PG_FUNCTION_ARGS)
 {
-	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	char	   *name;
 	RunMetrics	m;
 	MemoryContext cxt = CurrentMemoryContext;
 	int			level;
@@ -166,13 +213,14 @@ autocdc_run_flow(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	level = set_safe_search_path();
+	name = checked_flow_name(fcinfo);
 	PG_TRY();
 	{
 		FlowDef    *flow;
 
 		run_prologue(name);
 		flow = catalog_load_flow(name, true, false);
-		run_one(flow, &m, false);
+		run_one(flow, &m, false, false);
 	}
 	PG_CATCH();
 	{
@@ -193,7 +241,7 @@ autocdc_run_flow(PG_FUNCTION_ARGS)
 Datum
 autocdc_full_refresh(PG_FUNCTION_ARGS)
 {
-	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	char	   *name;
 	RunMetrics	m;
 	MemoryContext cxt = CurrentMemoryContext;
 	int			level;
@@ -202,6 +250,7 @@ autocdc_full_refresh(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	level = set_safe_search_path();
+	name = checked_flow_name(fcinfo);
 	PG_TRY();
 	{
 		FlowDef    *flow;
@@ -221,18 +270,19 @@ autocdc_full_refresh(PG_FUNCTION_ARGS)
 			FlowDef    *f = catalog_load_flow(lfirst(lc), true, false);
 
 			catalog_check_flow_owner(f);
-			flows = lappend(flows, f);
+			if (strcmp(f->name, name) == 0)
+				flows = lcons(f, flows);
+			else
+				flows = lappend(flows, f);
 		}
 		lock_target(flow->target_id);
 
-		/* empty target and hidden state, as the owner */
+		/*
+		 * Forget the hidden state; the first flow's run then rewrites every
+		 * key of the target (so metrics compare before and after by row
+		 * identity), and the other flows add theirs.
+		 */
 		become_owner(flow->owner, &saved_uid, &saved_sec);
-		sql = psprintf("DELETE FROM ONLY %s",
-					   quote_qualified_identifier(get_namespace_name(get_rel_namespace(flow->target)),
-												  get_rel_name(flow->target)));
-		if (SPI_execute(sql, false, 0) != SPI_OK_DELETE)
-			elog(ERROR, "could not empty the target");
-		m.num_deleted += SPI_processed;
 		sql = psprintf("DELETE FROM %s",
 					   quote_qualified_identifier(AUTOCDC_STATE_SCHEMA, state_table_name(flow->target_id)));
 		if (SPI_execute(sql, false, 0) != SPI_OK_DELETE)
@@ -249,7 +299,7 @@ autocdc_full_refresh(PG_FUNCTION_ARGS)
 			f->has_progress = false;
 			f->progress = InvalidXLogRecPtr;
 			f->once_done = false;
-			run_one(f, &fm, true);
+			run_one(f, &fm, true, lc == list_head(flows));
 			m.num_events += fm.num_events;
 			m.num_upserted += fm.num_upserted;
 			m.num_deleted += fm.num_deleted;

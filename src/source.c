@@ -26,6 +26,8 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/relation.h"
+#include "utils/acl.h"
 #include "access/transam.h"
 #include "access/xact.h"
 #include "access/xlog.h"
@@ -298,19 +300,47 @@ void
 source_snapshot_read(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 					 XLogRecPtr pos)
 {
-	char	   *sql;
+	StringInfoData sql;
 	Portal		portal;
 	int64		ord = 0;
 	Oid			saved_uid;
 	int			saved_sec;
 	char		relkind = get_rel_relkind(flow->source);
+	Relation	rel = relation_open(flow->source, AccessShareLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	bool		whole = pg_class_aclcheck(flow->source, flow->owner, ACL_SELECT) == ACLCHECK_OK;
+	int			i;
+	bool		first = true;
 
-	sql = psprintf("SELECT s FROM %s%s s",
-				   relkind == RELKIND_RELATION ? "ONLY " : "",
-				   quote_qualified_identifier(get_namespace_name(get_rel_namespace(flow->source)),
-											  get_rel_name(flow->source)));
+	/*
+	 * Read the columns the owner may read; the others (which the flow does
+	 * not use: that was checked) come back NULL.
+	 */
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT ROW(");
+	for (i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (att->attisdropped)
+			continue;
+		if (whole || pg_attribute_aclcheck(flow->source, att->attnum, flow->owner,
+										   ACL_SELECT) == ACLCHECK_OK)
+			appendStringInfo(&sql, "%ss.%s", first ? "" : ", ",
+							 quote_identifier(NameStr(att->attname)));
+		else
+			appendStringInfo(&sql, "%sNULL::%s", first ? "" : ", ",
+							 format_type_with_typemod(att->atttypid, att->atttypmod));
+		first = false;
+	}
+	appendStringInfo(&sql, ")::%s FROM %s%s s",
+					 format_type_be_qualified(RelationGetDescr(rel)->tdtypeid),
+					 relkind == RELKIND_RELATION ? "ONLY " : "",
+					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(flow->source)),
+												get_rel_name(flow->source)));
+	relation_close(rel, AccessShareLock);
 	become_owner(flow->owner, &saved_uid, &saved_sec);
-	portal = SPI_cursor_open_with_args(NULL, sql, 0, NULL, NULL, NULL, true, 0);
+	portal = SPI_cursor_open_with_args(NULL, sql.data, 0, NULL, NULL, NULL, true, 0);
 	for (;;)
 	{
 		uint64		i;
@@ -551,7 +581,7 @@ confirm_oldest_progress(void)
 	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	if (isnull)
 		return;
-	XLogFlush(GetXLogInsertRecPtr());
+	XLogFlush(compat_GetXLogInsertEndRecPtr());
 	if (DatumGetLSN(d) > MyReplicationSlot->data.confirmed_flush)
 	{
 		LogicalConfirmReceivedLocation(DatumGetLSN(d));
@@ -629,7 +659,7 @@ source_capture(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 
 		/* everything committed before this point is decoded by this run */
-		XLogFlush(GetXLogInsertRecPtr());
+		XLogFlush(compat_GetXLogInsertEndRecPtr());
 		end = GetFlushRecPtr(NULL);
 
 		options = list_make3(makeDefElem("proto_version", (Node *) makeString("1"), -1),

@@ -1,0 +1,257 @@
+-- runtime: run-time behaviour of change flows: flows run as their owner,
+-- NULL sequences and keys fail a whole run until skip_events passes them,
+-- full_refresh, drop_flow, the flows view, pause/resume.
+--
+-- r_err(sql) runs a statement and returns its error; r_show(sql) shows it as
+-- "SQLSTATE: message" plus DETAIL and HINT, with LSNs (which differ between
+-- runs) replaced by X/X.
+CREATE FUNCTION r_err(sql text, OUT code text, OUT message text, OUT detail text, OUT hint text)
+LANGUAGE plpgsql AS $f$
+BEGIN
+	EXECUTE sql;
+	code := 'ok';
+EXCEPTION WHEN OTHERS THEN
+	GET STACKED DIAGNOSTICS code = RETURNED_SQLSTATE, message = MESSAGE_TEXT,
+							detail = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+END
+$f$;
+CREATE FUNCTION r_show(sql text) RETURNS text LANGUAGE sql AS $f$
+	SELECT regexp_replace(code || coalesce(': ' || message, '')
+		|| CASE WHEN detail <> '' THEN E'\nDETAIL: ' || detail ELSE '' END
+		|| CASE WHEN hint <> '' THEN E'\nHINT: ' || hint ELSE '' END,
+		'[0-9A-F]{1,8}/[0-9A-F]{1,8}', 'X/X', 'g')
+	  FROM r_err(sql)
+$f$;
+-- the LSN an error's DETAIL names
+CREATE FUNCTION r_err_lsn(sql text) RETURNS pg_lsn LANGUAGE sql AS $f$
+	SELECT (regexp_match(detail, '[0-9A-F]{1,8}/[0-9A-F]{1,8}'))[1]::pg_lsn FROM r_err(sql)
+$f$;
+
+--
+-- Flows run as their owner, under a security-restricted operation, and the
+-- owner needs no REPLICATION attribute.
+--
+CREATE ROLE regress_r_owner;
+SELECT rolsuper, rolreplication, rolbypassrls FROM pg_roles WHERE rolname = 'regress_r_owner';
+GRANT CREATE ON SCHEMA public TO regress_r_owner;
+CREATE TABLE r_log (who name, what text);
+GRANT INSERT ON r_log TO regress_r_owner;
+-- a sequence function that logs who evaluates it
+CREATE FUNCTION r_seq_logged(s int) RETURNS int LANGUAGE plpgsql AS $f$
+BEGIN
+	INSERT INTO public.r_log VALUES (current_user, 'sequence');
+	RETURN s;
+END
+$f$;
+-- one that reads a table the owner may not read
+CREATE TABLE r_secret (n int);
+CREATE FUNCTION r_seq_secret(s int) RETURNS int LANGUAGE plpgsql AS $f$
+BEGIN
+	RETURN s + (SELECT count(*) FROM public.r_secret);
+END
+$f$;
+-- a condition that does what a security-restricted operation forbids
+CREATE FUNCTION r_cond_temp(v text) RETURNS boolean LANGUAGE plpgsql AS $f$
+BEGIN
+	CREATE TEMP TABLE IF NOT EXISTS r_tmp (x int);
+	RETURN false;
+END
+$f$;
+SET ROLE regress_r_owner;
+CREATE TABLE r_own_feed (id int, val text, seq int);
+SELECT autocdc.create_flow('r_own', 'r_own_feed', '{id}', 'r_seq_logged(seq)', continuous => false);
+INSERT INTO r_own_feed VALUES (1, 'a', 1), (2, 'b', 1);
+-- the owner, without REPLICATION, runs its flow
+SELECT * FROM autocdc.run_flow('r_own');
+RESET ROLE;
+INSERT INTO r_own_feed VALUES (1, 'a2', 2);
+-- a superuser runs it: the sequence is still evaluated as the owner
+SELECT * FROM autocdc.run_flow('r_own');
+SELECT * FROM r_own ORDER BY id;
+SELECT DISTINCT who, what FROM r_log;
+-- the owner cannot read r_secret, so neither can its flow, whoever runs it
+SET ROLE regress_r_owner;
+SELECT autocdc.create_flow('r_own_secret', 'r_own_feed', '{id}', 'r_seq_secret(seq)', continuous => false);
+SELECT autocdc.create_flow('r_own_temp', 'r_own_feed', '{id}', 'seq', apply_as_deletes => 'r_cond_temp(val)',
+	continuous => false);
+RESET ROLE;
+SELECT r_show($$SELECT * FROM autocdc.run_flow('r_own_secret')$$) AS run_reading_secret;
+SELECT count(*) AS rows_in_r_own_secret FROM r_own_secret;
+-- creating a temporary table is not allowed in a security-restricted operation
+SELECT r_show($$SELECT * FROM autocdc.run_flow('r_own_temp')$$) AS run_creating_temp_table;
+SELECT to_regclass('pg_temp.r_tmp') IS NULL AS no_temp_table;
+SELECT name, owner, state, last_error LIKE '%permission denied%' AS permission_error
+  FROM autocdc.flows WHERE name = 'r_own_secret';
+SELECT name, owner, state, last_error LIKE '%security-restricted%' AS restricted_error
+  FROM autocdc.flows WHERE name = 'r_own_temp';
+SELECT autocdc.drop_flow('r_own_secret', true);
+SELECT autocdc.drop_flow('r_own_temp', true);
+
+--
+-- A NULL sequence fails the whole run: nothing of that run is applied, not
+-- even other keys; the error names the flow, the key and the commit LSN.
+--
+CREATE TABLE r_feed (id int, val text, seq int, op text);
+SELECT autocdc.create_flow('r_t', 'r_feed', '{id}', 'seq', apply_as_deletes => $$op = 'D'$$,
+	apply_as_truncates => $$op = 'T'$$, column_list => '{id,val}', continuous => false);
+INSERT INTO r_feed VALUES (1, 'a', 1, 'U'), (2, 'b', 1, 'U');
+SELECT * FROM autocdc.run_flow('r_t');
+SELECT pg_current_wal_lsn() AS before_bad \gset
+BEGIN;
+INSERT INTO r_feed VALUES (4, 'd', 2, 'U');
+INSERT INTO r_feed VALUES (1, 'a2', NULL, 'U');
+COMMIT;
+SELECT pg_current_wal_lsn() AS after_bad \gset
+-- a later, valid transaction
+INSERT INTO r_feed VALUES (3, 'c', 2, 'U');
+\set VERBOSITY terse
+SELECT * FROM autocdc.run_flow('r_t');
+\set VERBOSITY default
+SELECT * FROM r_t ORDER BY id;
+SELECT state, last_error LIKE 'flow "r_t": %null sequence%' AS null_sequence_error
+  FROM autocdc.flows WHERE name = 'r_t';
+-- it fails again, the same way
+SELECT r_show($$SELECT * FROM autocdc.run_flow('r_t')$$) AS null_sequence;
+-- the LSN is the commit of the bad transaction
+SELECT r_err_lsn($$SELECT * FROM autocdc.run_flow('r_t')$$) AS bad_commit \gset
+SELECT :'bad_commit'::pg_lsn > :'before_bad'::pg_lsn AND :'bad_commit'::pg_lsn <= :'after_bad'::pg_lsn
+	AS lsn_of_bad_commit;
+SELECT * FROM r_t ORDER BY id;
+-- pass every source transaction up to the bad one
+SELECT autocdc.skip_events('r_t', :'after_bad');
+-- the failed runs are logged: three of them, one per failed run_flow
+SELECT status, count(*), bool_and(error LIKE 'flow "r_t": %null sequence%') AS null_sequence_errors,
+	   bool_and(finished_at IS NOT NULL) AS finished
+  FROM autocdc.flow_runs WHERE flow = 'r_t' GROUP BY status ORDER BY status;
+-- keys 1 and 4 (the bad transaction) are skipped, key 3 is applied
+SELECT * FROM autocdc.run_flow('r_t');
+SELECT * FROM r_t ORDER BY id;
+SELECT state, last_error, num_events, num_upserted_rows, num_deleted_rows, num_skipped_events
+  FROM autocdc.flows WHERE name = 'r_t';
+SELECT num_events, num_upserted_rows, num_deleted_rows, num_skipped_events, status, error
+  FROM autocdc.flow_runs WHERE flow = 'r_t' ORDER BY id DESC LIMIT 1;
+
+--
+-- A NULL key likewise; the hint's LSN is the one to skip to.
+--
+INSERT INTO r_feed VALUES (NULL, 'n', 5, 'U');
+INSERT INTO r_feed VALUES (5, 'e', 5, 'U');
+SELECT r_show($$SELECT * FROM autocdc.run_flow('r_t')$$) AS null_key;
+SELECT state, last_error LIKE 'flow "r_t": %null key%' AS null_key_error FROM autocdc.flows WHERE name = 'r_t';
+SELECT * FROM r_t ORDER BY id;
+SELECT r_err_lsn($$SELECT * FROM autocdc.run_flow('r_t')$$) AS bad_commit \gset
+SELECT autocdc.skip_events('r_t', :'bad_commit');
+SELECT * FROM autocdc.run_flow('r_t');
+SELECT * FROM r_t ORDER BY id;
+SELECT state, num_skipped_events FROM autocdc.flows WHERE name = 'r_t';
+
+--
+-- A truncate row needs no key: it deletes every key written before it.
+--
+INSERT INTO r_feed VALUES (NULL, NULL, 10, 'T');
+SELECT * FROM autocdc.run_flow('r_t');
+SELECT count(*) AS rows_after_truncate FROM r_t;
+-- a late upsert older than the truncate stays deleted; a newer one is applied
+INSERT INTO r_feed VALUES (1, 'late', 9, 'U'), (6, 'f', 11, 'U');
+SELECT * FROM autocdc.run_flow('r_t');
+SELECT * FROM r_t ORDER BY id;
+
+-- the flows view
+SELECT name, owner, kind, source, target, scd_type, continuous, state, last_error,
+	   last_run_at IS NOT NULL AS has_run, num_events, num_upserted_rows, num_deleted_rows,
+	   num_skipped_events, retained_wal_bytes IS NOT NULL AS retains_wal,
+	   hidden_state_bytes > 0 AS has_hidden_state
+  FROM autocdc.flows WHERE name = 'r_t';
+
+-- pause and resume change the state
+SELECT autocdc.pause_flow('r_t');
+SELECT state FROM autocdc.flows WHERE name = 'r_t';
+SELECT autocdc.resume_flow('r_t');
+SELECT state FROM autocdc.flows WHERE name = 'r_t';
+
+--
+-- full_refresh empties the target and its hidden state and re-reads what the
+-- feed holds now: purged rows are gone.
+--
+CREATE TABLE r_fr_feed (id int, val text, seq int);
+SELECT autocdc.create_flow('r_fr', 'r_fr_feed', '{id}', 'seq', continuous => false);
+INSERT INTO r_fr_feed VALUES (1, 'a', 1), (2, 'b', 1), (3, 'c', 1);
+SELECT * FROM autocdc.run_flow('r_fr');
+INSERT INTO r_fr_feed VALUES (3, 'c2', 2);
+SELECT * FROM autocdc.run_flow('r_fr');
+-- purging processed feed rows changes nothing ...
+DELETE FROM r_fr_feed WHERE id = 2 OR seq = 2;
+SELECT * FROM autocdc.run_flow('r_fr');
+SELECT * FROM r_fr ORDER BY id;
+-- ... until a full refresh: 2 is gone, 3 is back to c; one row of each kind
+-- changed (metrics compare the target before and after)
+SELECT * FROM autocdc.full_refresh('r_fr');
+SELECT * FROM r_fr ORDER BY id;
+-- and the flow goes on from there
+INSERT INTO r_fr_feed VALUES (4, 'd', 1);
+SELECT * FROM autocdc.run_flow('r_fr');
+SELECT * FROM r_fr ORDER BY id;
+-- totals count across full refreshes
+SELECT state, num_events, num_upserted_rows, num_deleted_rows FROM autocdc.flows WHERE name = 'r_fr';
+
+--
+-- drop_flow(name) keeps the target; drop_flow(name, true) drops it and its
+-- hidden state.
+--
+SELECT id AS fr_target_id FROM autocdc.target WHERE relid = 'r_fr'::regclass \gset
+SELECT autocdc.drop_flow('r_fr');
+SELECT * FROM r_fr ORDER BY id;
+SELECT count(*) AS flows, (SELECT count(*) FROM autocdc.target WHERE relid = 'r_fr'::regclass) AS targets,
+	   to_regclass('autocdc_state.target_' || :fr_target_id) IS NULL AS state_dropped
+  FROM autocdc.flows WHERE name = 'r_fr';
+-- no longer a target: an ordinary table
+DROP TABLE r_fr;
+SELECT id AS t_target_id FROM autocdc.target WHERE relid = 'r_t'::regclass \gset
+SELECT to_regclass('autocdc_state.target_' || :t_target_id) IS NOT NULL AS state_exists;
+SELECT autocdc.drop_flow('r_t', true);
+SELECT to_regclass('r_t') IS NULL AS target_dropped,
+	   to_regclass('autocdc_state.target_' || :t_target_id) IS NULL AS state_dropped,
+	   (SELECT count(*) FROM pg_class WHERE relnamespace = 'autocdc_state'::regnamespace
+		   AND relname = 'target_' || :t_target_id) AS state_relations,
+	   (SELECT count(*) FROM autocdc.target WHERE id = :t_target_id) AS target_rows;
+
+--
+-- Two flows into one target share its hidden state; dropping one keeps it.
+--
+CREATE TABLE r_a_feed (id int, val text, seq int, op text);
+CREATE TABLE r_b_feed (id int, val text, seq int, op text);
+SELECT autocdc.create_flow('r_sh', 'r_a_feed', '{id}', 'seq', apply_as_deletes => $$op = 'D'$$,
+	column_list => '{id,val}', name => 'r_sh_a', continuous => false);
+SELECT autocdc.create_flow('r_sh', 'r_b_feed', '{id}', 'seq', apply_as_deletes => $$op = 'D'$$,
+	column_list => '{id,val}', name => 'r_sh_b', continuous => false);
+SELECT id AS sh_target_id FROM autocdc.target WHERE relid = 'r_sh'::regclass \gset
+INSERT INTO r_a_feed VALUES (1, 'a', 1, 'U'), (1, NULL, 5, 'D');
+INSERT INTO r_b_feed VALUES (2, 'b', 1, 'U');
+SELECT * FROM autocdc.run_flow('r_sh_a');
+SELECT * FROM autocdc.run_flow('r_sh_b');
+SELECT * FROM r_sh ORDER BY id;
+SELECT autocdc.drop_flow('r_sh_a');
+SELECT name FROM autocdc.flows WHERE target = 'r_sh'::regclass ORDER BY name;
+SELECT to_regclass('autocdc_state.target_' || :sh_target_id) IS NOT NULL AS state_kept,
+	   hidden_state_bytes > 0 AS has_hidden_state
+  FROM autocdc.flows WHERE name = 'r_sh_b';
+-- the delete of key 1 at 5 (by the dropped flow) is still remembered: a late
+-- upsert at 3 stays deleted, one at 6 is applied
+INSERT INTO r_b_feed VALUES (1, 'late', 3, 'U');
+SELECT * FROM autocdc.run_flow('r_sh_b');
+SELECT * FROM r_sh ORDER BY id;
+INSERT INTO r_b_feed VALUES (1, 'new', 6, 'U');
+SELECT * FROM autocdc.run_flow('r_sh_b');
+SELECT * FROM r_sh ORDER BY id;
+SELECT autocdc.drop_flow('r_sh_b', true);
+SELECT to_regclass('r_sh') IS NULL AS target_dropped,
+	   to_regclass('autocdc_state.target_' || :sh_target_id) IS NULL AS state_dropped;
+
+-- clean up
+SELECT autocdc.drop_flow('r_own', true);
+DROP TABLE r_feed, r_fr_feed, r_a_feed, r_b_feed, r_own_feed, r_log, r_secret;
+DROP FUNCTION r_seq_logged(int), r_seq_secret(int), r_cond_temp(text);
+REVOKE CREATE ON SCHEMA public FROM regress_r_owner;
+DROP ROLE regress_r_owner;
+SELECT count(*) AS flows_left FROM autocdc.flows WHERE name LIKE 'r\_%';
+DROP FUNCTION r_err_lsn(text), r_show(text), r_err(text);
