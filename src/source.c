@@ -236,7 +236,7 @@ first_read_snapshot(void)
 	Snapshot	src = GetLatestSnapshot();
 	Snapshot	snap = palloc(sizeof(SnapshotData));
 	TransactionId own = GetTopTransactionIdIfAny();
-	int			i,
+	uint32		i,
 				n = 0;
 
 	*snap = *src;
@@ -249,7 +249,7 @@ first_read_snapshot(void)
 	snap->xcnt = n;
 	snap->subxip = palloc(sizeof(TransactionId) * (src->subxcnt + 1));
 	n = 0;
-	for (i = 0; i < src->subxcnt; i++)
+	for (i = 0; i < (uint32) src->subxcnt; i++)
 		if (!TransactionIdDidCommit(src->subxip[i]))
 			snap->subxip[n++] = src->subxip[i];
 	snap->subxcnt = n;
@@ -280,7 +280,7 @@ get_typ_receive(Oid typid)
 static bool
 snapshot_showed(Snapshot snap, TransactionId xid)
 {
-	int			i;
+	uint32		i;
 
 	if (TransactionIdPrecedes(xid, snap->xmin))
 		return true;
