@@ -211,6 +211,12 @@ SELECT f.name,
 			AND (sl.slot_name IS NULL OR s.slot_name IS DISTINCT FROM sl.slot_name::text
 				 OR s.progress < sl.confirmed_flush) THEN 'needs_resync'
 		   WHEN pe.error IS NOT NULL OR s.last_error IS NOT NULL THEN 'error'
+		   WHEN EXISTS (SELECT FROM pg_catalog.pg_locks k
+						 WHERE k.locktype = 'advisory' AND k.granted
+						   AND k.database = (SELECT d.oid FROM pg_catalog.pg_database d
+											  WHERE d.datname = pg_catalog.current_database())
+						   AND k.classid = (pg_catalog.hashtext(f.name COLLATE "C")::bigint & 4294967295)::text::oid
+						   AND k.objid = 1633903715 AND k.objsubid = 3) THEN 'running'
 		   ELSE 'idle'
 	   END AS state,
 	   coalesce(pe.error, s.last_error) AS last_error,

@@ -21,6 +21,8 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "catalog/pg_collation.h"
+#include "storage/lock.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -80,6 +82,21 @@ check_read_privileges(FlowDef *flow)
 }
 
 /*
+ * Advertise that this transaction applies the flow: autocdc.flows shows
+ * state 'running' while this advisory lock (keyed by hashtext(name)) is held.
+ */
+static void
+advertise_running(FlowDef *flow)
+{
+	LOCKTAG		tag;
+	uint32		h = DatumGetUInt32(DirectFunctionCall1Coll(hashtext, C_COLLATION_OID,
+													   CStringGetTextDatum(flow->name)));
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, h, 0x61636463, 3);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+}
+
+/*
  * Capture and apply everything available to one (locked) flow, and record
  * its progress.
  */
@@ -102,6 +119,7 @@ run_one(FlowDef *flow, RunMetrics *m, bool refresh, bool touch_all)
 	batch = tuplestore_begin_heap(false, false, work_mem);
 
 	lock_target(flow->target_id);
+	advertise_running(flow);
 	catalog_sync_columns(flow, refresh);
 	check_read_privileges(flow);
 	if (flow->once)
