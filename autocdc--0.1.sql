@@ -126,6 +126,11 @@ CREATE FUNCTION autocdc._rows(anyelement) RETURNS SETOF anyelement
 	LANGUAGE C SUPPORT autocdc._batch_support
 	AS 'MODULE_PATHNAME', 'autocdc_rows';
 
+-- distinct keys of the run's events (column definition list given by the caller)
+CREATE FUNCTION autocdc._keys() RETURNS SETOF record
+	LANGUAGE C SUPPORT autocdc._batch_support
+	AS 'MODULE_PATHNAME', 'autocdc_keys';
+
 CREATE FUNCTION autocdc._analyze_expr(source regclass, expr text,
 	OUT normalized text, OUT typ regtype, OUT field_names name[], OUT field_types regtype[])
 	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'autocdc_analyze_expr';

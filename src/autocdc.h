@@ -102,7 +102,8 @@ extern void batch_clear(void);
 #define BATCH_SOURCE 0
 #define BATCH_EVENTS 1
 #define BATCH_ROWS 2
-#define BATCH_COUNT 3
+#define BATCH_KEYS 3
+#define BATCH_COUNT 4
 
 /* apply.c */
 extern void apply_batch(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all);

@@ -32,6 +32,7 @@
 PG_FUNCTION_INFO_V1(autocdc_batch);
 PG_FUNCTION_INFO_V1(autocdc_events);
 PG_FUNCTION_INFO_V1(autocdc_rows);
+PG_FUNCTION_INFO_V1(autocdc_keys);
 PG_FUNCTION_INFO_V1(autocdc_batch_support);
 
 typedef struct BatchSlot
@@ -71,7 +72,7 @@ batch_return(FunctionCallInfo fcinfo, int which, const char *fname)
 	TupleTableSlot *slot;
 	int			ptr;
 
-	if (b->ts == NULL || argtype != b->rowtype)
+	if (b->ts == NULL || (OidIsValid(b->rowtype) && argtype != b->rowtype))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("%s() can only be called by autocdc while it applies a flow", fname)));
@@ -108,6 +109,13 @@ autocdc_rows(PG_FUNCTION_ARGS)
 	return batch_return(fcinfo, BATCH_ROWS, "autocdc._rows");
 }
 
+/* autocdc._keys(): the distinct keys of the run's events (a record set). */
+Datum
+autocdc_keys(PG_FUNCTION_ARGS)
+{
+	return batch_return(fcinfo, BATCH_KEYS, "autocdc._keys");
+}
+
 /* Planner support: the number of rows each batch function returns. */
 Datum
 autocdc_batch_support(PG_FUNCTION_ARGS)
@@ -128,6 +136,8 @@ autocdc_batch_support(PG_FUNCTION_ARGS)
 			which = BATCH_EVENTS;
 		else if (strcmp(fname, "_rows") == 0)
 			which = BATCH_ROWS;
+		else if (strcmp(fname, "_keys") == 0)
+			which = BATCH_KEYS;
 		if (which >= 0 && slots[which].ts != NULL)
 		{
 			r->rows = Max(slots[which].nrows, 1);

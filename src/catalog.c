@@ -630,11 +630,14 @@ create_state_table(int target_id, Oid target, List *datacols, Oid seqtype,
 	become_superuser(&saved_uid, &saved_sec);
 	spi_exec(sql.data, SPI_OK_UTILITY);
 	resetStringInfo(&sql);
-	appendStringInfo(&sql, "CREATE INDEX ON %s (%s, __autocdc_seq, __autocdc_lsn, __autocdc_ord)",
-					 tname, quoted_list(keys));
+	appendStringInfo(&sql, "CREATE INDEX ON %s (%s)", tname, quoted_list(keys));
 	spi_exec(sql.data, SPI_OK_UTILITY);
 	resetStringInfo(&sql);
 	appendStringInfo(&sql, "CREATE INDEX ON %s (__autocdc_at) WHERE __autocdc_kind OPERATOR(pg_catalog.<>) 'u'",
+					 tname);
+	spi_exec(sql.data, SPI_OK_UTILITY);
+	resetStringInfo(&sql);
+	appendStringInfo(&sql, "CREATE INDEX ON %s (__autocdc_seq) WHERE __autocdc_kind OPERATOR(pg_catalog.=) 't'",
 					 tname);
 	spi_exec(sql.data, SPI_OK_UTILITY);
 	resetStringInfo(&sql);
