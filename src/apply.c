@@ -392,6 +392,71 @@ qualified(Oid relid)
 									  get_rel_name(relid));
 }
 
+/* State of the classification of one batch. */
+typedef struct ClassifyScan
+{
+	ApplyCtx   *a;
+	Tuplestorestate *events;
+	List	   *truncs;
+	int64		n;
+	Datum	   *values;
+	bool	   *nulls;
+} ClassifyScan;
+
+/* Validate one classified row and store it as an event. */
+static void
+classify_row(HeapTuple tup, TupleDesc desc, void *arg)
+{
+	ClassifyScan *cs = arg;
+	ApplyCtx   *a = cs->a;
+	FlowDef    *f = a->flow;
+	Datum	   *values = cs->values;
+	bool	   *nulls = cs->nulls;
+	char		kind;
+	XLogRecPtr	lsn;
+	int			i;
+
+	heap_deform_tuple(tup, desc, values, nulls);
+	kind = DatumGetChar(values[a->ndata + 3]);
+	lsn = DatumGetLSN(values[a->ndata + 1]);
+	cs->n++;
+	if (seq_is_null(a, values[a->ndata], nulls[a->ndata]))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("flow \"%s\": event with key %s has a null sequence",
+						f->name, key_text(a, values, nulls)),
+				 errdetail("The event's source transaction committed at LSN %X/%X.",
+						   LSN_FORMAT_ARGS(lsn)),
+				 errhint("Pass it with SELECT autocdc.skip_events('%s', '%X/%X'), or recreate the flow with a sequence that is never null.",
+						 f->name, LSN_FORMAT_ARGS(lsn))));
+	if (kind == 't')
+	{
+		Ev		   *t = palloc0(sizeof(Ev));
+
+		for (i = 0; i < a->ndata; i++)
+			nulls[i] = true;
+		t->src = 3;
+		t->seq = datumCopy(values[a->ndata], a->seqbyval, a->seqlen);
+		t->lsn = lsn;
+		t->ord = DatumGetInt64(values[a->ndata + 2]);
+		t->kind = 't';
+		cs->truncs = lappend(cs->truncs, t);
+	}
+	else
+		for (i = 0; i < a->nkeys; i++)
+			if (nulls[a->keyidx[i]])
+				ereport(ERROR,
+						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						 errmsg("flow \"%s\": event with key %s has a null key column",
+								f->name, key_text(a, values, nulls)),
+						 errdetail("The event's source transaction committed at LSN %X/%X.",
+								   LSN_FORMAT_ARGS(lsn)),
+						 errhint("Pass it with SELECT autocdc.skip_events('%s', '%X/%X').",
+								 f->name, LSN_FORMAT_ARGS(lsn))));
+	put_state_row(a, cs->events, values, nulls, values[a->ndata], lsn,
+				  DatumGetInt64(values[a->ndata + 2]), kind);
+}
+
 /*
  * Evaluate the flow's expressions over the batch, validate, and store the
  * events (state row type) in a tuplestore.  Returns the number of events.
@@ -402,10 +467,14 @@ classify(ApplyCtx *a, Tuplestorestate *events, List **truncs)
 	FlowDef    *f = a->flow;
 	StringInfoData sql;
 	int			i;
-	Portal		portal;
-	int64		n = 0;
-	Datum	   *values = palloc(sizeof(Datum) * (a->ndata + 4));
-	bool	   *nulls = palloc(sizeof(bool) * (a->ndata + 4));
+	ClassifyScan cs;
+
+	cs.a = a;
+	cs.events = events;
+	cs.truncs = NIL;
+	cs.n = 0;
+	cs.values = palloc(sizeof(Datum) * (a->ndata + 4));
+	cs.nulls = palloc(sizeof(bool) * (a->ndata + 4));
 
 	initStringInfo(&sql);
 	appendStringInfoString(&sql, "SELECT ");
@@ -424,65 +493,9 @@ classify(ApplyCtx *a, Tuplestorestate *events, List **truncs)
 					 f->truncates ? f->truncates : "false",
 					 f->deletes ? f->deletes : "false",
 					 format_type_be_qualified(get_rel_type_id(f->source)));
-
-	portal = SPI_cursor_open_with_args(NULL, sql.data, 0, NULL, NULL, NULL, false, 0);
-	for (;;)
-	{
-		uint64		r;
-
-		SPI_cursor_fetch(portal, true, 10000);
-		if (SPI_processed == 0)
-			break;
-		for (r = 0; r < SPI_processed; r++)
-		{
-			HeapTuple	tup = SPI_tuptable->vals[r];
-			char		kind;
-			XLogRecPtr	lsn;
-
-			heap_deform_tuple(tup, SPI_tuptable->tupdesc, values, nulls);
-			kind = DatumGetChar(values[a->ndata + 3]);
-			lsn = DatumGetLSN(values[a->ndata + 1]);
-			n++;
-			if (seq_is_null(a, values[a->ndata], nulls[a->ndata]))
-				ereport(ERROR,
-						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-						 errmsg("flow \"%s\": event with key %s has a null sequence",
-								f->name, key_text(a, values, nulls)),
-						 errdetail("The event's source transaction committed at LSN %X/%X.",
-								   LSN_FORMAT_ARGS(lsn)),
-						 errhint("Pass it with SELECT autocdc.skip_events('%s', '%X/%X'), or recreate the flow with a sequence that is never null.",
-								 f->name, LSN_FORMAT_ARGS(lsn))));
-			if (kind == 't')
-			{
-				Ev		   *t = palloc0(sizeof(Ev));
-
-				for (i = 0; i < a->ndata; i++)
-					nulls[i] = true;
-				t->src = 3;
-				t->seq = datumCopy(values[a->ndata], a->seqbyval, a->seqlen);
-				t->lsn = lsn;
-				t->ord = DatumGetInt64(values[a->ndata + 2]);
-				t->kind = 't';
-				*truncs = lappend(*truncs, t);
-			}
-			else
-				for (i = 0; i < a->nkeys; i++)
-					if (nulls[a->keyidx[i]])
-						ereport(ERROR,
-								(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-								 errmsg("flow \"%s\": event with key %s has a null key column",
-										f->name, key_text(a, values, nulls)),
-								 errdetail("The event's source transaction committed at LSN %X/%X.",
-										   LSN_FORMAT_ARGS(lsn)),
-								 errhint("Pass it with SELECT autocdc.skip_events('%s', '%X/%X').",
-										 f->name, LSN_FORMAT_ARGS(lsn))));
-			put_state_row(a, events, values, nulls, values[a->ndata], lsn,
-						  DatumGetInt64(values[a->ndata + 2]), kind);
-		}
-		SPI_freetuptable(SPI_tuptable);
-	}
-	SPI_cursor_close(portal);
-	return n;
+	spi_foreach(sql.data, false, classify_row, NULL, &cs);
+	*truncs = cs.truncs;
+	return cs.n;
 }
 
 /* Load the truncates kept in the hidden state. */
@@ -886,6 +899,29 @@ equality_operator(Oid typid)
 	return psprintf("OPERATOR(%s.=)", quote_identifier(get_namespace_name(nsp)));
 }
 
+/* Where the distinct keys go. */
+typedef struct KeyRead
+{
+	Tuplestorestate *ts;
+	TupleDesc	desc;
+	int64		n;
+} KeyRead;
+
+/* Store one distinct key. */
+static void
+key_row(HeapTuple tup, TupleDesc desc, void *arg)
+{
+	KeyRead    *kr = arg;
+	Datum	   *values = palloc(sizeof(Datum) * desc->natts);
+	bool	   *nulls = palloc(sizeof(bool) * desc->natts);
+
+	heap_deform_tuple(tup, desc, values, nulls);
+	tuplestore_putvalues(kr->ts, kr->desc, values, nulls);
+	pfree(values);
+	pfree(nulls);
+	kr->n++;
+}
+
 /*
  * Collect the distinct keys of the run's events into a tuplestore exposed
  * as autocdc._keys(), and return the join clause restricting a scan "x" to
@@ -898,7 +934,7 @@ touched_keys_join(ApplyCtx *a)
 	StringInfoData sql,
 				coldefs,
 				cond;
-	Portal		portal;
+	KeyRead		kr;
 	Tuplestorestate *ts;
 	TupleDesc	desc;
 	int64		n = 0;
@@ -926,34 +962,80 @@ touched_keys_join(ApplyCtx *a)
 	ts = tuplestore_begin_heap(false, false, work_mem);
 	MemoryContextSwitchTo(old);
 
+	kr.ts = ts;
+	kr.desc = desc;
+	kr.n = 0;
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "SELECT DISTINCT %s FROM autocdc._events(NULL::%s) e "
 					 "WHERE e.__autocdc_kind OPERATOR(pg_catalog.<>) 't'",
 					 data_list(a, "e.", true), format_type_be_qualified(a->stype));
-	portal = SPI_cursor_open_with_args(NULL, sql.data, 0, NULL, NULL, NULL, true, 0);
-	for (;;)
-	{
-		uint64		r;
-
-		SPI_cursor_fetch(portal, true, 10000);
-		if (SPI_processed == 0)
-			break;
-		for (r = 0; r < SPI_processed; r++)
-		{
-			Datum	   *values = palloc(sizeof(Datum) * a->nkeys);
-			bool	   *nulls = palloc(sizeof(bool) * a->nkeys);
-
-			heap_deform_tuple(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, values, nulls);
-			tuplestore_putvalues(ts, desc, values, nulls);
-			pfree(values);
-			pfree(nulls);
-			n++;
-		}
-		SPI_freetuptable(SPI_tuptable);
-	}
-	SPI_cursor_close(portal);
+	spi_foreach(sql.data, true, key_row, NULL, &kr);
+	n = kr.n;
 	batch_set(BATCH_KEYS, ts, desc, InvalidOid, n);
 	return psprintf(" JOIN autocdc._keys() AS k(%s) ON %s", coldefs.data, cond.data);
+}
+
+/* The key being gathered from the merged stream. */
+typedef struct FoldScan
+{
+	ApplyCtx   *a;
+	Ev		  **group;
+	int			ngroup,
+				maxgroup;
+} FoldScan;
+
+/* One row of the merged stream: fold the previous key when a new one starts. */
+static void
+fold_row(HeapTuple tup, TupleDesc desc, void *arg)
+{
+	FoldScan   *fs = arg;
+	ApplyCtx   *a = fs->a;
+	MemoryContext old = MemoryContextSwitchTo(a->groupcxt);
+	Ev		   *e = read_row(a, tup, desc);
+
+	if (fs->ngroup > 0 && !same_key(a, fs->group[0], e))
+	{
+		fold_key(a, fs->group, fs->ngroup);
+		fs->ngroup = 0;
+		/* start the next key with fresh memory */
+		MemoryContextReset(a->groupcxt);
+		e = read_row(a, tup, desc);
+	}
+	MemoryContextSwitchTo(old);
+	if (fs->ngroup >= fs->maxgroup)
+	{
+		fs->maxgroup = fs->maxgroup ? fs->maxgroup * 2 : 64;
+		fs->group = fs->group ? repalloc(fs->group, sizeof(Ev *) * fs->maxgroup)
+			: MemoryContextAlloc(a->cxt, sizeof(Ev *) * fs->maxgroup);
+	}
+	fs->group[fs->ngroup++] = e;
+}
+
+/* A key may span fetches: copy its values before the chunk is freed. */
+static void
+fold_chunk_end(void *arg)
+{
+	FoldScan   *fs = arg;
+	ApplyCtx   *a = fs->a;
+	MemoryContext old = MemoryContextSwitchTo(a->groupcxt);
+	int			i,
+				j;
+
+	for (i = 0; i < fs->ngroup; i++)
+	{
+		Ev		   *e = fs->group[i];
+
+		for (j = 0; j < a->ndata; j++)
+			if (!e->nulls[j])
+				e->vals[j] = datumCopy(e->vals[j],
+									   TupleDescAttr(a->sdesc, a->dattno[j])->attbyval,
+									   TupleDescAttr(a->sdesc, a->dattno[j])->attlen);
+		if (!e->seqnull)
+			e->seq = datumCopy(e->seq, a->seqbyval, a->seqlen);
+		if (!e->endnull)
+			e->end = datumCopy(e->end, a->seqbyval, a->seqlen);
+	}
+	MemoryContextSwitchTo(old);
 }
 
 /* Run a statement with a tid[] parameter: delete rows by ctid. */
@@ -1006,10 +1088,7 @@ apply_batch(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all)
 	int64		nevents;
 	StringInfoData sql;
 	char	   *filter;
-	Portal		portal;
-	Ev		  **group = NULL;
-	int			ngroup = 0,
-				maxgroup = 0;
+	FoldScan	fs;
 	MemoryContext old;
 	ListCell   *lc;
 	int			i;
@@ -1093,74 +1172,16 @@ apply_batch(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all)
 
 	a.groupcxt = AllocSetContextCreate(CurrentMemoryContext, "autocdc fold",
 									   ALLOCSET_DEFAULT_SIZES);
-	portal = SPI_cursor_open_with_args(NULL, sql.data, 0, NULL, NULL, NULL, false, 0);
-	for (;;)
-	{
-		uint64		r;
-
-		SPI_cursor_fetch(portal, true, 10000);
-		if (SPI_processed == 0)
-			break;
-		for (r = 0; r < SPI_processed; r++)
-		{
-			Ev		   *e;
-
-			old = MemoryContextSwitchTo(a.groupcxt);
-			e = read_row(&a, SPI_tuptable->vals[r], SPI_tuptable->tupdesc);
-			MemoryContextSwitchTo(old);
-			if (ngroup > 0 && !same_key(&a, group[0], e))
-			{
-				Ev		   *keep = e;
-
-				/* finish the previous key, keeping e (copy it out first) */
-				old = MemoryContextSwitchTo(a.groupcxt);
-				fold_key(&a, group, ngroup);
-				MemoryContextSwitchTo(old);
-				ngroup = 0;
-				/* re-read e after resetting the group's memory */
-				MemoryContextReset(a.groupcxt);
-				old = MemoryContextSwitchTo(a.groupcxt);
-				keep = read_row(&a, SPI_tuptable->vals[r], SPI_tuptable->tupdesc);
-				MemoryContextSwitchTo(old);
-				e = keep;
-			}
-			if (ngroup >= maxgroup)
-			{
-				maxgroup = maxgroup ? maxgroup * 2 : 64;
-				group = group ? repalloc(group, sizeof(Ev *) * maxgroup)
-					: palloc(sizeof(Ev *) * maxgroup);
-			}
-			group[ngroup++] = e;
-		}
-		/* the group may span fetches: keep its tuples alive */
-		if (ngroup > 0)
-		{
-			old = MemoryContextSwitchTo(a.groupcxt);
-			for (i = 0; i < ngroup; i++)
-			{
-				int			j;
-
-				for (j = 0; j < a.ndata; j++)
-					if (!group[i]->nulls[j])
-						group[i]->vals[j] = datumCopy(group[i]->vals[j],
-													  TupleDescAttr(a.sdesc, a.dattno[j])->attbyval,
-													  TupleDescAttr(a.sdesc, a.dattno[j])->attlen);
-				if (!group[i]->seqnull)
-					group[i]->seq = datumCopy(group[i]->seq, a.seqbyval, a.seqlen);
-				if (!group[i]->endnull)
-					group[i]->end = datumCopy(group[i]->end, a.seqbyval, a.seqlen);
-			}
-			MemoryContextSwitchTo(old);
-		}
-		SPI_freetuptable(SPI_tuptable);
-	}
-	if (ngroup > 0)
+	fs.a = &a;
+	fs.group = NULL;
+	fs.ngroup = fs.maxgroup = 0;
+	spi_foreach(sql.data, false, fold_row, fold_chunk_end, &fs);
+	if (fs.ngroup > 0)
 	{
 		old = MemoryContextSwitchTo(a.groupcxt);
-		fold_key(&a, group, ngroup);
+		fold_key(&a, fs.group, fs.ngroup);
 		MemoryContextSwitchTo(old);
 	}
-	SPI_cursor_close(portal);
 
 	t2 = GetCurrentTimestamp();
 	/* write the differences */

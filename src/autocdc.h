@@ -16,6 +16,8 @@
 
 #include "postgres.h"
 
+#include "access/htup.h"
+#include "access/tupdesc.h"
 #include "access/xlogdefs.h"
 #include "nodes/pg_list.h"
 #include "utils/tuplestore.h"
@@ -80,10 +82,17 @@ extern void catalog_check_flow_owner(FlowDef *flow);
 extern void catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz started);
 extern void catalog_sync_columns(FlowDef *flow, bool refresh);
 extern char *state_table_name(int target_id);
+
+/* util.c */
+typedef void (*SpiRowFn) (HeapTuple tup, TupleDesc desc, void *arg);
+typedef void (*SpiChunkFn) (void *arg);
 extern void become_superuser(Oid *saved_uid, int *saved_sec);
 extern void become_owner(Oid owner, Oid *saved_uid, int *saved_sec);
 extern void restore_user(Oid saved_uid, int saved_sec);
 extern int	set_safe_search_path(void);
+extern void spi_exec(const char *sql, int expected);
+extern void spi_foreach(const char *sql, bool read_only, SpiRowFn row_fn,
+						SpiChunkFn chunk_fn, void *arg);
 
 /* source.c */
 extern void source_ensure_slot(void);

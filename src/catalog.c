@@ -69,52 +69,6 @@ typedef struct ColInfo
  * ----------------------------------------------------------------
  */
 
-/* Switch to the bootstrap superuser for catalog writes. */
-void
-become_superuser(Oid *saved_uid, int *saved_sec)
-{
-	GetUserIdAndSecContext(saved_uid, saved_sec);
-	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
-						   *saved_sec | SECURITY_LOCAL_USERID_CHANGE);
-}
-
-/* Switch to a flow owner, as a security-restricted operation. */
-void
-become_owner(Oid owner, Oid *saved_uid, int *saved_sec)
-{
-	GetUserIdAndSecContext(saved_uid, saved_sec);
-	SetUserIdAndSecContext(owner, *saved_sec | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
-}
-
-/* Undo become_superuser / become_owner. */
-void
-restore_user(Oid saved_uid, int saved_sec)
-{
-	SetUserIdAndSecContext(saved_uid, saved_sec);
-}
-
-/*
- * Pin search_path to pg_catalog, pg_temp (turn JIT off, raise work_mem to
- * autocdc.work_mem) until the
- * returned GUC nest level is closed with AtEOXact_GUC(true, level).
- */
-int
-set_safe_search_path(void)
-{
-	int			level = NewGUCNestLevel();
-
-	(void) set_config_option("search_path", "pg_catalog, pg_temp",
-							 PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	/* the engine's queries are short-lived; compiling them costs more than it saves */
-	(void) set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	(void) set_config_option("work_mem", psprintf("%d", Max(autocdc_work_mem, work_mem)),
-							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	return level;
-}
-
 /* Name of a target's hidden-state table (unqualified). */
 char *
 state_table_name(int target_id)
@@ -306,16 +260,6 @@ quoted_list(List *names)
 		appendStringInfo(&buf, "%s%s", buf.len ? ", " : "",
 						 quote_identifier(lfirst(lc)));
 	return buf.data;
-}
-
-/* Run one SPI statement, raising an internal error on failure. */
-static void
-spi_exec(const char *sql, int expected)
-{
-	int			rc = SPI_execute(sql, false, 0);
-
-	if (rc != expected)
-		elog(ERROR, "SPI_execute failed (%d): %s", rc, sql);
 }
 
 /* ----------------------------------------------------------------

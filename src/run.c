@@ -218,9 +218,78 @@ run_prologue(const char *name)
 	}
 }
 
-/* autocdc.run_flow(name): apply what the flow's source committed since its last run. */
-Datum
-autocdc_run_flow(PG_FUNCTION_ARGS)
+/* Apply one flow (the body of run_flow). */
+static void
+run_body(const char *name, RunMetrics *m)
+{
+	FlowDef    *flow;
+
+	run_prologue(name);
+	flow = catalog_load_flow(name, true, false);
+	run_one(flow, m, false, false);
+}
+
+/*
+ * Refresh the target of a flow (the body of full_refresh): forget the hidden
+ * state, then every flow into the target reads its source again; the first
+ * (the named one) rewrites every key of the target, so that metrics compare
+ * before and after by row identity, and the others add theirs.
+ */
+static void
+refresh_body(const char *name, RunMetrics *m)
+{
+	FlowDef    *flow;
+	List	   *flows = NIL;
+	ListCell   *lc;
+	Oid			saved_uid;
+	int			saved_sec;
+	char	   *sql;
+
+	run_prologue(name);
+	flow = catalog_load_flow(name, false, false);
+	source_ensure_slot();
+	foreach(lc, catalog_target_flows(flow->target_id))
+	{
+		FlowDef    *f = catalog_load_flow(lfirst(lc), true, false);
+
+		catalog_check_flow_owner(f);
+		if (strcmp(f->name, name) == 0)
+			flows = lcons(f, flows);
+		else
+			flows = lappend(flows, f);
+	}
+	lock_target(flow->target_id);
+
+	become_owner(flow->owner, &saved_uid, &saved_sec);
+	sql = psprintf("DELETE FROM %s",
+				   quote_qualified_identifier(AUTOCDC_STATE_SCHEMA, state_table_name(flow->target_id)));
+	if (SPI_execute(sql, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not empty the hidden state");
+	restore_user(saved_uid, saved_sec);
+
+	foreach(lc, flows)
+	{
+		FlowDef    *f = lfirst(lc);
+		RunMetrics	fm;
+
+		memset(&fm, 0, sizeof(fm));
+		f->has_progress = false;
+		f->progress = InvalidXLogRecPtr;
+		f->once_done = false;
+		run_one(f, &fm, true, lc == list_head(flows));
+		m->num_events += fm.num_events;
+		m->num_upserted += fm.num_upserted;
+		m->num_deleted += fm.num_deleted;
+		m->num_skipped += fm.num_skipped;
+	}
+}
+
+/*
+ * The frame of run_flow and full_refresh: SPI, a pinned search_path, the
+ * name and ownership checks, the failure record, and the metrics row.
+ */
+static Datum
+run_entry(FunctionCallInfo fcinfo, void (*body) (const char *name, RunMetrics *m))
 {
 	char	   *name;
 	RunMetrics	m;
@@ -234,11 +303,7 @@ autocdc_run_flow(PG_FUNCTION_ARGS)
 	name = checked_flow_name(fcinfo);
 	PG_TRY();
 	{
-		FlowDef    *flow;
-
-		run_prologue(name);
-		flow = catalog_load_flow(name, true, false);
-		run_one(flow, &m, false, false);
+		body(name, &m);
 	}
 	PG_CATCH();
 	{
@@ -252,6 +317,13 @@ autocdc_run_flow(PG_FUNCTION_ARGS)
 	return return_metrics(fcinfo, &m);
 }
 
+/* autocdc.run_flow(name): apply what the flow's source committed since its last run. */
+Datum
+autocdc_run_flow(PG_FUNCTION_ARGS)
+{
+	return run_entry(fcinfo, run_body);
+}
+
 /*
  * autocdc.full_refresh(name): empty the flow's target and hidden state and
  * re-read every flow into that target from what its source holds now.
@@ -259,79 +331,5 @@ autocdc_run_flow(PG_FUNCTION_ARGS)
 Datum
 autocdc_full_refresh(PG_FUNCTION_ARGS)
 {
-	char	   *name;
-	RunMetrics	m;
-	MemoryContext cxt = CurrentMemoryContext;
-	int			level;
-
-	memset(&m, 0, sizeof(m));
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	level = set_safe_search_path();
-	name = checked_flow_name(fcinfo);
-	PG_TRY();
-	{
-		FlowDef    *flow;
-		List	   *names;
-		List	   *flows = NIL;
-		ListCell   *lc;
-		Oid			saved_uid;
-		int			saved_sec;
-		char	   *sql;
-
-		run_prologue(name);
-		flow = catalog_load_flow(name, false, false);
-		source_ensure_slot();
-		names = catalog_target_flows(flow->target_id);
-		foreach(lc, names)
-		{
-			FlowDef    *f = catalog_load_flow(lfirst(lc), true, false);
-
-			catalog_check_flow_owner(f);
-			if (strcmp(f->name, name) == 0)
-				flows = lcons(f, flows);
-			else
-				flows = lappend(flows, f);
-		}
-		lock_target(flow->target_id);
-
-		/*
-		 * Forget the hidden state; the first flow's run then rewrites every
-		 * key of the target (so metrics compare before and after by row
-		 * identity), and the other flows add theirs.
-		 */
-		become_owner(flow->owner, &saved_uid, &saved_sec);
-		sql = psprintf("DELETE FROM %s",
-					   quote_qualified_identifier(AUTOCDC_STATE_SCHEMA, state_table_name(flow->target_id)));
-		if (SPI_execute(sql, false, 0) != SPI_OK_DELETE)
-			elog(ERROR, "could not empty the hidden state");
-		restore_user(saved_uid, saved_sec);
-
-		/* every flow into the target reads its source again */
-		foreach(lc, flows)
-		{
-			FlowDef    *f = lfirst(lc);
-			RunMetrics	fm;
-
-			memset(&fm, 0, sizeof(fm));
-			f->has_progress = false;
-			f->progress = InvalidXLogRecPtr;
-			f->once_done = false;
-			run_one(f, &fm, true, lc == list_head(flows));
-			m.num_events += fm.num_events;
-			m.num_upserted += fm.num_upserted;
-			m.num_deleted += fm.num_deleted;
-			m.num_skipped += fm.num_skipped;
-		}
-	}
-	PG_CATCH();
-	{
-		batch_clear();
-		record_failure(name, cxt);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	AtEOXact_GUC(true, level);
-	SPI_finish();
-	return return_metrics(fcinfo, &m);
+	return run_entry(fcinfo, refresh_body);
 }

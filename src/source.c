@@ -292,6 +292,29 @@ snapshot_showed(Snapshot snap, TransactionId xid)
 	return true;
 }
 
+/* Where a snapshot read puts its rows. */
+typedef struct SnapshotRead
+{
+	Tuplestorestate *batch;
+	TupleDesc	desc;
+	XLogRecPtr	pos;
+	int64		ord;
+} SnapshotRead;
+
+/* Add one row read under the snapshot to the batch. */
+static void
+snapshot_row(HeapTuple tup, TupleDesc desc, void *arg)
+{
+	SnapshotRead *sr = arg;
+	Datum		values[3];
+	bool		nulls[3] = {false, false, false};
+
+	values[0] = LSNGetDatum(sr->pos);
+	values[1] = Int64GetDatum(++sr->ord);
+	values[2] = SPI_getbinval(tup, desc, 1, &nulls[2]);
+	tuplestore_putvalues(sr->batch, sr->desc, values, nulls);
+}
+
 /*
  * Read the whole source under the active snapshot into the batch, every
  * row at arrival position (pos, i).  Runs as the flow owner.
@@ -301,8 +324,7 @@ source_snapshot_read(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 					 XLogRecPtr pos)
 {
 	StringInfoData sql;
-	Portal		portal;
-	int64		ord = 0;
+	SnapshotRead sr;
 	Oid			saved_uid;
 	int			saved_sec;
 	char		relkind = get_rel_relkind(flow->source);
@@ -339,28 +361,12 @@ source_snapshot_read(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(flow->source)),
 												get_rel_name(flow->source)));
 	relation_close(rel, AccessShareLock);
+	sr.batch = batch;
+	sr.desc = batchdesc;
+	sr.pos = pos;
+	sr.ord = 0;
 	become_owner(flow->owner, &saved_uid, &saved_sec);
-	portal = SPI_cursor_open_with_args(NULL, sql.data, 0, NULL, NULL, NULL, true, 0);
-	for (;;)
-	{
-		uint64		i;
-
-		SPI_cursor_fetch(portal, true, 10000);
-		if (SPI_processed == 0)
-			break;
-		for (i = 0; i < SPI_processed; i++)
-		{
-			Datum		values[3];
-			bool		nulls[3] = {false, false, false};
-
-			values[0] = LSNGetDatum(pos);
-			values[1] = Int64GetDatum(++ord);
-			values[2] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &nulls[2]);
-			tuplestore_putvalues(batch, batchdesc, values, nulls);
-		}
-		SPI_freetuptable(SPI_tuptable);
-	}
-	SPI_cursor_close(portal);
+	spi_foreach(sql.data, true, snapshot_row, NULL, &sr);
 	restore_user(saved_uid, saved_sec);
 }
 
