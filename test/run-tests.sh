@@ -1,7 +1,8 @@
 #!/bin/bash
 # Runs the whole autocdc test suite (pg_regress, then TAP) on throwaway
 # clusters as the postgres OS account.  Run as root on Debian 12.
-#   AUTOCDC_PROPERTY_STREAMS=N  streams per property test (default 300)
+#   AUTOCDC_PROPERTY_STREAMS=N  property-test streams per SCD mode (default 50; 6 modes)
+#   AUTOCDC_PROPERTY_SEED=N     property-test seed (default 42)
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 bash "$here/test/setup.sh"
@@ -13,7 +14,7 @@ chmod 755 "$work"
 cd "$work/src"
 status=0
 runuser -u postgres -- env PATH=/usr/lib/postgresql/15/bin:$PATH \
-	AUTOCDC_PROPERTY_STREAMS="${AUTOCDC_PROPERTY_STREAMS:-}" \
+	AUTOCDC_PROPERTY_STREAMS="${AUTOCDC_PROPERTY_STREAMS:-}" AUTOCDC_PROPERTY_SEED="${AUTOCDC_PROPERTY_SEED:-}" \
 	make -s PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config installcheck \
 	REGRESS_OPTS="--temp-instance=$work/inst --temp-config=./test/regress.conf" || status=$?
 if [ $status -ne 0 ]; then
