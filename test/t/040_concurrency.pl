@@ -1,0 +1,89 @@
+
+# Concurrent runs (SPEC §2, §3): runs of different flows queue for the one
+# slot and never fail because it is busy; two runs of one flow never apply it
+# at once (the second waits for the first and then applies only what is
+# left); a REPEATABLE READ transaction whose snapshot predates the flow's
+# last committed run fails with serialization_failure.
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('concurrency');
+$node->init(allows_streaming => 'logical');
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'autocdc'");
+$node->start;
+
+$node->safe_psql('postgres', q{
+	CREATE EXTENSION autocdc;
+	CREATE TABLE feed_a (k int, v text, seq int);
+	CREATE TABLE feed_b (k int, v text, seq int);
+	SELECT autocdc.create_flow('tgt_a', 'feed_a', '{k}', 'seq', continuous => false);
+	SELECT autocdc.create_flow('tgt_b', 'feed_b', '{k}', 'seq', continuous => false);
+});
+$node->safe_psql('postgres', "SELECT * FROM autocdc.run_flow('tgt_a')");
+$node->safe_psql('postgres', "SELECT * FROM autocdc.run_flow('tgt_b')");
+
+# --- runs of different flows queue for the slot -------------------------
+# Many inserts make each run decode for a while; both runs start together.
+$node->safe_psql('postgres', q{
+	INSERT INTO feed_a SELECT i % 5000, 'a' || i, i FROM generate_series(1, 100000) i;
+	INSERT INTO feed_b SELECT i % 5000, 'b' || i, i FROM generate_series(1, 100000) i;
+});
+my $s1 = $node->background_psql('postgres', on_error_stop => 0);
+my $s2 = $node->background_psql('postgres');
+$s1->query_until(qr/started/, q{
+	\echo started
+	SELECT num_events FROM autocdc.run_flow('tgt_a') \g /dev/null
+});
+my $out_b = $s2->query("SELECT num_events FROM autocdc.run_flow('tgt_b')");
+is($out_b, '100000', 'a run of another flow waits for the busy slot instead of failing');
+$s1->query("SELECT 1");
+is($node->safe_psql('postgres', "SELECT num_events FROM autocdc.flows WHERE name = 'tgt_a'"),
+	'100000', 'the first run applied everything too');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM tgt_a}), '5000', 'target a is complete');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM tgt_b}), '5000', 'target b is complete');
+
+# --- two runs of one flow: never at once, same result as one applier ----
+$node->safe_psql('postgres', q{INSERT INTO feed_a VALUES (1, 'late', 1000000)});
+$s1->query_safe("BEGIN");
+is($s1->query_safe("SELECT num_events FROM autocdc.run_flow('tgt_a')"), '1',
+	'first applier takes the new event and keeps the flow locked');
+is($node->safe_psql('postgres',
+		"SELECT state FROM autocdc.flows WHERE name = 'tgt_a'"),
+	'running', 'the flow shows running while its run is not committed');
+$s2->query_until(qr/waiting/, q{
+	\echo waiting
+	SELECT 'second:' || num_events FROM autocdc.run_flow('tgt_a');
+});
+ok( $node->poll_query_until('postgres', q{
+		SELECT count(*) > 0 FROM pg_stat_activity
+		 WHERE wait_event_type = 'Lock' AND query LIKE '%run_flow(''tgt_a'')%'}),
+	'the second run waits for the first');
+$s1->query_safe("COMMIT");
+my $second = $s2->query('SELECT 1');
+is($node->safe_psql('postgres',
+		"SELECT num_events FROM autocdc.flow_runs WHERE flow = 'tgt_a' ORDER BY id DESC LIMIT 1"),
+	'0', 'the second run applies nothing the first already applied');
+is($node->safe_psql('postgres', q{SELECT v FROM tgt_a WHERE k = 1}), 'late',
+	'the result is that of a single applier');
+
+# --- REPEATABLE READ with a snapshot older than the last run ------------
+$s1->query_safe("BEGIN ISOLATION LEVEL REPEATABLE READ");
+$s1->query_safe("SELECT count(*) FROM tgt_b");	# takes the snapshot
+$node->safe_psql('postgres', q{INSERT INTO feed_b VALUES (2, 'newer', 2000000)});
+$node->safe_psql('postgres', "SELECT * FROM autocdc.run_flow('tgt_b')");
+$s1->query("SELECT * FROM autocdc.run_flow('tgt_b')");
+like($s1->{stderr}, qr/could not serialize access/,
+	'a REPEATABLE READ run whose snapshot predates the last run fails with serialization_failure');
+$s1->query("ROLLBACK");
+is($node->safe_psql('postgres', q{SELECT v FROM tgt_b WHERE k = 2}), 'newer',
+	'the committed run is intact');
+
+$s1->quit;
+$s2->quit;
+$node->stop;
+done_testing();
