@@ -1,0 +1,117 @@
+#!/bin/bash
+# autocdc benchmark (not part of the test suite).  Run as root on Debian 12:
+#     bash test/bench/bench.sh            # full: 200k events; targets of 0, 10k, 1M rows
+#     bash test/bench/bench.sh --quick    # smoke test: BENCH_EVENTS=20000 BENCH_BIG=100000
+# Installs and builds (test/setup.sh), starts a throwaway cluster as the
+# postgres OS account, and measures on the same server, for each target size:
+#   (a) autocdc SCD 1: SELECT * FROM autocdc.run_flow(...) over a batch of
+#       events loaded into the feed (capture from the WAL included),
+#   (b) autocdc SCD 2: the same with a second feed and target,
+#   (c) the SQL a user would write for SCD 1 instead: DISTINCT ON dedupe of a
+#       staging table + MERGE into a target that keeps the sequence.
+# Events: 50% inserts of new keys, 35% in-order updates and 10% deletes of
+# existing keys, 5% late updates (lower sequence, arriving after a newer
+# update of the same key).  Each measurement runs in a fresh database (one
+# replication slot per database), pre-populated and caught up first; see the
+# comments in flow.sql and merge.sql.  Prints a markdown table for README.md.
+# Environment:
+#   BENCH_EVENTS  events per batch (default 200000; --quick 20000)
+#   BENCH_SMALL   rows of the small pre-populated target (default 10000)
+#   BENCH_BIG     rows of the big pre-populated target (default 1000000; --quick 100000)
+#   BENCH_PREPOP  space-separated target sizes to run (default "0 $BENCH_SMALL $BENCH_BIG")
+#   BENCH_PGCONF  extra postgresql.conf lines
+#   BENCH_KEEP=1  leave the cluster running (prints how to connect and stop it)
+#   AUTOCDC_SKIP_SETUP=1  use the autocdc already installed (skip setup.sh)
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+if [ "$(id -u)" -ne 0 ]; then echo "run as root" >&2; exit 1; fi
+if [ "${1:-}" = --quick ]; then
+	: "${BENCH_EVENTS:=20000}" "${BENCH_BIG:=100000}"
+elif [ $# -gt 0 ]; then
+	echo "usage: $0 [--quick]" >&2; exit 2
+fi
+N=${BENCH_EVENTS:-200000}
+SMALL=${BENCH_SMALL:-10000}
+BIG=${BENCH_BIG:-1000000}
+PREPOP=${BENCH_PREPOP:-"0 $SMALL $BIG"}
+
+[ "${AUTOCDC_SKIP_SETUP:-}" = 1 ] || bash "$here/../setup.sh"
+bin=/usr/lib/postgresql/15/bin
+
+work=$(mktemp -d /tmp/autocdc-bench.XXXXXX)
+chmod 700 "$work"
+cp "$here"/*.sql "$work/"
+chown -R postgres:postgres "$work"
+cleanup() {
+	if [ "${BENCH_KEEP:-}" = 1 ]; then
+		echo "cluster left running: psql -h $work -p $port -U postgres bench"
+		echo "stop it with: runuser -u postgres -- $bin/pg_ctl -D $work/data stop && rm -rf $work"
+		return
+	fi
+	if [ -f "$work/data/postmaster.pid" ]; then
+		runuser -u postgres -- "$bin/pg_ctl" -D "$work/data" -m fast -w stop >/dev/null 2>&1 || true
+	fi
+	rm -rf "$work"
+}
+port=$((20000 + RANDOM % 30000))
+while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((port + 1)); done
+trap cleanup EXIT
+cd "$work"
+
+as_pg() { runuser -u postgres -- "$@"; }
+as_pg "$bin/initdb" -D "$work/data" -U postgres -A trust -E UTF8 --locale=C >/dev/null
+cat >>"$work/data/postgresql.conf" <<EOF
+listen_addresses = ''
+port = $port
+unix_socket_directories = '$work'
+shared_preload_libraries = 'autocdc'
+wal_level = logical
+shared_buffers = 1GB
+max_wal_size = 4GB
+checkpoint_timeout = 30min
+work_mem = 64MB
+maintenance_work_mem = 256MB
+effective_cache_size = 4GB
+${BENCH_PGCONF:-}
+EOF
+if ! as_pg "$bin/pg_ctl" -D "$work/data" -l "$work/server.log" -w start >/dev/null; then
+	cat "$work/server.log" >&2
+	exit 1
+fi
+psql() { as_pg "$bin/psql" -X -q -h "$work" -p "$port" -U postgres -v ON_ERROR_STOP=1 "$@"; }
+
+echo "autocdc benchmark: $N events per batch; targets of ${PREPOP// /, } rows before the batch"
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews the times)"
+echo "machine: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')), $(free -g | awk '/^Mem:/ {print $2}') GB RAM; $("$bin/postgres" -V)"
+psql -d postgres -c "CREATE DATABASE bench"
+psql -d bench -P footer=off -c "
+SELECT name, setting, unit FROM pg_settings
+ WHERE name IN ('shared_buffers', 'max_wal_size', 'checkpoint_timeout', 'work_mem',
+				'maintenance_work_mem', 'effective_cache_size', 'synchronous_commit', 'fsync',
+				'wal_level', 'logical_decoding_work_mem', 'autovacuum', 'wal_compression',
+				'data_checksums', 'shared_preload_libraries')
+ ORDER BY name"
+psql -d bench -f results.sql
+
+# each measurement in a database of its own: one replication slot per
+# database, so no measurement decodes the WAL of another
+start=$(date +%s)
+i=0
+for p in $PREPOP; do
+	for m in merge scd1 scd2; do
+		i=$((i + 1))
+		psql -d postgres -c "CREATE DATABASE bench_m"
+		psql -d bench_m -f setup.sql
+		psql -d bench_m -v N="$N" -v P="$p" -v method="$m" -v out="$work/result_$i.csv" -f measure.sql
+		psql -d postgres -c "DROP DATABASE bench_m"
+		psql -d bench -c "\\copy bench_results (prepop, n, method, secs, events, upserted, deleted, wal_written, wal_decoded, wal_confirmed, wal_loaded, check_result, result_md5) FROM '$work/result_$i.csv' CSV"
+	done
+done
+echo
+echo "total benchmark time: $(( $(date +%s) - start )) s; load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+psql -d bench -f report.sql
+if grep -qE 'PANIC|TRAP|terminated by signal' "$work/server.log"; then
+	echo "server log shows a crash:" >&2
+	grep -E 'PANIC|TRAP|terminated by signal' "$work/server.log" >&2
+	exit 1
+fi

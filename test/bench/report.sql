@@ -1,0 +1,65 @@
+-- autocdc benchmark: the results as markdown (paste into README.md).
+\set ON_ERROR_STOP 1
+-- every method must leave the same (current) rows as the baseline
+UPDATE bench_results r
+   SET check_result = coalesce(nullif(r.check_result, 'ok') || ', ', '') || 'MISMATCH: rows differ from merge'
+  FROM bench_results m
+ WHERE m.method = 'merge' AND m.prepop = r.prepop AND m.n = r.n
+   AND r.method IN ('autocdc_scd1', 'autocdc_scd2')
+   AND r.result_md5 IS DISTINCT FROM m.result_md5;
+
+\pset tuples_only on
+\pset format unaligned
+\pset footer off
+
+\echo
+\echo '| target rows before | events in batch | method | time (s) | events/s | µs/event | time vs MERGE |'
+\echo '|---:|---:|---|---:|---:|---:|---:|'
+SELECT format('| %s | %s | %s | %s | %s | %s | %s |',
+			  to_char(r.prepop, 'FM999,999,999'), to_char(r.n, 'FM999,999,999'),
+			  CASE r.method WHEN 'merge' THEN 'hand-written DISTINCT ON + MERGE (SCD 1)'
+							WHEN 'autocdc_scd1' THEN 'autocdc `run_flow`, SCD 1'
+							WHEN 'autocdc_scd2' THEN 'autocdc `run_flow`, SCD 2'
+							ELSE r.method END
+			  || CASE WHEN r.check_result = 'ok' THEN '' ELSE ' (' || r.check_result || ')' END,
+			  to_char(r.secs, 'FM999990.00'),
+			  to_char(r.n / r.secs, 'FM999,999,990'),
+			  to_char(1e6 * r.secs / r.n, 'FM999990.0'),
+			  CASE WHEN r.method = 'merge' THEN '1.00'
+				   ELSE to_char(r.secs / m.secs, 'FM9990.00') || '×' END)
+  FROM bench_results r
+  LEFT JOIN bench_results m ON m.method = 'merge' AND m.prepop = r.prepop AND m.n = r.n
+ WHERE r.method IN ('merge', 'autocdc_scd1', 'autocdc_scd2')
+ ORDER BY r.prepop, r.n, CASE r.method WHEN 'merge' THEN 0 WHEN 'autocdc_scd1' THEN 1 ELSE 2 END;
+
+SELECT count(*) > 0 AS has_side FROM bench_results WHERE method LIKE '% preload' OR method LIKE '% next empty run' \gset
+\if :has_side
+\echo
+\echo 'Side measurements (not in the ratios above): "initial load" = one run over a feed of N insert events into an empty target (the pre-population);'
+\echo '"next empty run" = a run_flow right after the measured one, with no new events (it decodes the WAL the measured run wrote).'
+\echo
+\echo '| method | measurement | target rows before | events | time (s) | µs/event |'
+\echo '|---|---|---:|---:|---:|---:|'
+SELECT format('| %s | %s | %s | %s | %s | %s |', split_part(method, ' ', 1),
+			  CASE WHEN method LIKE '% preload' THEN 'initial load' ELSE 'next empty run' END,
+			  to_char(prepop, 'FM999,999,999'),
+			  to_char(CASE WHEN method LIKE '% preload' THEN n ELSE events END, 'FM999,999,999'),
+			  to_char(secs, 'FM999990.00'),
+			  CASE WHEN method LIKE '% preload' THEN to_char(1e6 * secs / n, 'FM999990.0') ELSE '' END)
+  FROM bench_results WHERE method LIKE '% preload' OR method LIKE '% next empty run'
+ ORDER BY method LIKE '% preload' DESC, split_part(method, ' ', 1), prepop, n;
+\endif
+
+SELECT count(*) AS nbad, count(*) > 0 AS bad FROM bench_results
+ WHERE method NOT LIKE '% preload' AND check_result IS DISTINCT FROM 'ok' \gset
+\echo
+\pset tuples_only off
+\pset format aligned
+\echo 'raw results (wal_written: by the measured statement; wal_decoded / wal_confirmed: from the slot restart_lsn / confirmed_flush_lsn to the end of the load):'
+SELECT prepop, n, method, round(secs::numeric, 3) AS secs, events, upserted, deleted,
+	   pg_size_pretty(wal_written) AS wal_written, pg_size_pretty(wal_decoded) AS wal_decoded, pg_size_pretty(wal_confirmed) AS wal_confirmed,
+	   pg_size_pretty(wal_loaded) AS wal_loaded, check_result
+  FROM bench_results ORDER BY id;
+\if :bad
+\echo 'WARNING:' :nbad 'measurement(s) failed their result check (see check_result)'
+\endif

@@ -1,0 +1,172 @@
+-- autocdc demo: the worked examples 1-4 of SPEC.md section 8, end to end.
+-- Run by test/demo.sh on a throwaway cluster (psql, autocommit, ON_ERROR_STOP).
+-- Every statement below is its own transaction; in particular the first
+-- run_flow of the database (which creates autocdc's replication slot) must be.
+
+\set ON_ERROR_STOP 1
+\pset null '(null)'
+
+CREATE EXTENSION autocdc;
+
+-- The change feed of examples 1, 3 and 4: an append-only table, one event per
+-- inserted row.  userId folds to userid, sequenceNum to sequencenum.
+CREATE TABLE users_cdf (userId int, name text, city text, operation text, sequenceNum int);
+-- Example 2 uses the same events plus one TRUNCATE row, so it gets its own feed.
+CREATE TABLE users_cdf_trunc (LIKE users_cdf);
+
+-- Four flows.  continuous => false keeps the background worker away, so each
+-- run_flow() below shows what it applied (continuous flows are applied by the
+-- worker within a second of a commit, without calling run_flow).
+SELECT autocdc.create_flow('users_scd1', 'users_cdf', '{userId}',
+	sequence_by => 'sequenceNum',
+	apply_as_deletes => $$operation = 'DELETE'$$,
+	apply_as_truncates => $$operation = 'TRUNCATE'$$,
+	except_column_list => '{operation,sequenceNum}',
+	continuous => false) AS "example 1 flow";
+
+SELECT autocdc.create_flow('users_scd1_truncate', 'users_cdf_trunc', '{userId}',
+	sequence_by => 'sequenceNum',
+	apply_as_deletes => $$operation = 'DELETE'$$,
+	apply_as_truncates => $$operation = 'TRUNCATE'$$,
+	except_column_list => '{operation,sequenceNum}',
+	continuous => false) AS "example 2 flow";
+
+SELECT autocdc.create_flow('users_scd2', 'users_cdf', '{userId}',
+	sequence_by => 'sequenceNum',
+	apply_as_deletes => $$operation = 'DELETE'$$,
+	except_column_list => '{operation,sequenceNum}',
+	stored_as_scd_type => '2',
+	continuous => false) AS "example 3 flow";
+
+SELECT autocdc.create_flow('users_scd2_no_city', 'users_cdf', '{userId}',
+	sequence_by => 'sequenceNum',
+	apply_as_deletes => $$operation = 'DELETE'$$,
+	except_column_list => '{operation,sequenceNum}',
+	stored_as_scd_type => '2',
+	track_history_except_column_list => '{city}',
+	continuous => false) AS "example 4 flow";
+
+\echo
+\echo '=== Step 1: the four INSERT events arrive (one transaction per feed) ==='
+INSERT INTO users_cdf VALUES
+	(124, 'Raul',     'Oaxaca',    'INSERT', 1),
+	(123, 'Isabel',   'Monterrey', 'INSERT', 1),
+	(125, 'Mercedes', 'Tijuana',   'INSERT', 2),
+	(126, 'Lily',     'Cancun',    'INSERT', 2);
+INSERT INTO users_cdf_trunc VALUES
+	(124, 'Raul',     'Oaxaca',    'INSERT', 1),
+	(123, 'Isabel',   'Monterrey', 'INSERT', 1),
+	(125, 'Mercedes', 'Tijuana',   'INSERT', 2),
+	(126, 'Lily',     'Cancun',    'INSERT', 2);
+
+-- The first run of a flow reads what the feed holds (a snapshot); the very
+-- first run_flow in the database also creates the replication slot, so it is
+-- a statement of its own (autocommit).
+SELECT 'users_scd1' AS flow, * FROM autocdc.run_flow('users_scd1');
+SELECT 'users_scd1_truncate' AS flow, * FROM autocdc.run_flow('users_scd1_truncate');
+SELECT 'users_scd2' AS flow, * FROM autocdc.run_flow('users_scd2');
+SELECT 'users_scd2_no_city' AS flow, * FROM autocdc.run_flow('users_scd2_no_city');
+
+\echo 'after step 1 (expected): every target holds 123 Monterrey, 124 Oaxaca, 125 Tijuana, 126 Cancun; SCD 2 versions all open (__end_at null)'
+SELECT * FROM users_scd1 ORDER BY userid;
+SELECT * FROM users_scd2 ORDER BY userid, __start_at;
+
+\echo
+\echo '=== Step 2: the remaining events arrive, later ones before earlier ones (read from the WAL) ==='
+INSERT INTO users_cdf VALUES
+	(123, NULL,       NULL,          'DELETE', 6),
+	(125, 'Mercedes', 'Guadalajara', 'UPDATE', 6),
+	(125, 'Mercedes', 'Mexicali',    'UPDATE', 5),
+	(123, 'Isabel',   'Chihuahua',   'UPDATE', 5);
+INSERT INTO users_cdf_trunc VALUES
+	(123, NULL,       NULL,          'DELETE', 6),
+	(125, 'Mercedes', 'Guadalajara', 'UPDATE', 6),
+	(125, 'Mercedes', 'Mexicali',    'UPDATE', 5),
+	(123, 'Isabel',   'Chihuahua',   'UPDATE', 5),
+	(NULL, NULL,      NULL,          'TRUNCATE', 3);
+
+SELECT 'users_scd1' AS flow, * FROM autocdc.run_flow('users_scd1');
+SELECT 'users_scd1_truncate' AS flow, * FROM autocdc.run_flow('users_scd1_truncate');
+SELECT 'users_scd2' AS flow, * FROM autocdc.run_flow('users_scd2');
+SELECT 'users_scd2_no_city' AS flow, * FROM autocdc.run_flow('users_scd2_no_city');
+
+\echo
+\echo '--- SPEC example 1: SCD type 1 (target users_scd1)'
+\echo '    expected: (124, Raul, Oaxaca), (125, Mercedes, Guadalajara), (126, Lily, Cancun)'
+\echo '    123 is deleted at 6; Mexicali (5) arrived after Guadalajara (6) and is discarded'
+SELECT * FROM users_scd1 ORDER BY userid;
+
+\echo '--- SPEC example 2: SCD type 1 plus a TRUNCATE row at sequence 3 (target users_scd1_truncate)'
+\echo '    expected: only (125, Mercedes, Guadalajara); 124 and 126 were last written before 3'
+SELECT * FROM users_scd1_truncate ORDER BY userid;
+
+\echo '--- SPEC example 3: SCD type 2 (target users_scd2)'
+\echo '    expected: (123, Isabel, Monterrey, 1, 5), (123, Isabel, Chihuahua, 5, 6), (124, Raul, Oaxaca, 1, null),'
+\echo '              (125, Mercedes, Tijuana, 2, 5), (125, Mercedes, Mexicali, 5, 6), (125, Mercedes, Guadalajara, 6, null),'
+\echo '              (126, Lily, Cancun, 2, null)'
+SELECT * FROM users_scd2 ORDER BY userid, __start_at;
+
+\echo '--- SPEC example 4: SCD type 2, TRACK HISTORY ON * EXCEPT (city) (target users_scd2_no_city)'
+\echo '    expected: (123, Isabel, Chihuahua, 1, 6), (124, Raul, Oaxaca, 1, null), (125, Mercedes, Guadalajara, 2, null),'
+\echo '              (126, Lily, Cancun, 2, null); a city change updates the open version in place'
+SELECT * FROM users_scd2_no_city ORDER BY userid, __start_at;
+
+\echo '--- autocdc.flows: totals over both steps'
+\echo '    expected (events, upserted, deleted): users_scd1 8, 5, 1; users_scd1_truncate 9, 5, 3;'
+\echo '                                          users_scd2 8, 9, 0; users_scd2_no_city 8, 6, 0; all idle'
+SELECT name, state, num_events, num_upserted_rows, num_deleted_rows
+  FROM autocdc.flows ORDER BY name;
+
+\echo '--- check: each target compared with the expected rows of SPEC section 8'
+CREATE TEMP TABLE demo_check AS
+WITH
+exp1(userid, name, city) AS (VALUES
+	(124, 'Raul', 'Oaxaca'), (125, 'Mercedes', 'Guadalajara'), (126, 'Lily', 'Cancun')),
+exp2(userid, name, city) AS (VALUES
+	(125, 'Mercedes', 'Guadalajara')),
+exp3(userid, name, city, s, e) AS (VALUES
+	(123, 'Isabel', 'Monterrey', 1, 5), (123, 'Isabel', 'Chihuahua', 5, 6),
+	(124, 'Raul', 'Oaxaca', 1, NULL), (125, 'Mercedes', 'Tijuana', 2, 5),
+	(125, 'Mercedes', 'Mexicali', 5, 6), (125, 'Mercedes', 'Guadalajara', 6, NULL),
+	(126, 'Lily', 'Cancun', 2, NULL)),
+exp4(userid, name, city, s, e) AS (VALUES
+	(123, 'Isabel', 'Chihuahua', 1, 6), (124, 'Raul', 'Oaxaca', 1, NULL),
+	(125, 'Mercedes', 'Guadalajara', 2, NULL), (126, 'Lily', 'Cancun', 2, NULL)),
+expf(name, num_events, num_upserted_rows, num_deleted_rows) AS (VALUES
+	('users_scd1', 8, 5, 1), ('users_scd1_truncate', 9, 5, 3),
+	('users_scd2', 8, 9, 0), ('users_scd2_no_city', 8, 6, 0))
+SELECT 'example 1' AS what, NOT EXISTS (
+		(SELECT * FROM exp1 EXCEPT ALL SELECT * FROM users_scd1)
+		UNION ALL (SELECT * FROM users_scd1 EXCEPT ALL SELECT * FROM exp1)) AS ok
+UNION ALL
+SELECT 'example 2', NOT EXISTS (
+		(SELECT * FROM exp2 EXCEPT ALL SELECT * FROM users_scd1_truncate)
+		UNION ALL (SELECT * FROM users_scd1_truncate EXCEPT ALL SELECT * FROM exp2))
+UNION ALL
+SELECT 'example 3', NOT EXISTS (
+		(SELECT * FROM exp3 EXCEPT ALL SELECT * FROM users_scd2)
+		UNION ALL (SELECT * FROM users_scd2 EXCEPT ALL SELECT * FROM exp3))
+UNION ALL
+SELECT 'example 4', NOT EXISTS (
+		(SELECT * FROM exp4 EXCEPT ALL SELECT * FROM users_scd2_no_city)
+		UNION ALL (SELECT * FROM users_scd2_no_city EXCEPT ALL SELECT * FROM exp4))
+UNION ALL
+SELECT 'flow metrics', NOT EXISTS (
+		(SELECT * FROM expf EXCEPT ALL
+		 SELECT name, num_events, num_upserted_rows, num_deleted_rows FROM autocdc.flows)
+		UNION ALL
+		(SELECT name, num_events, num_upserted_rows, num_deleted_rows FROM autocdc.flows
+		 EXCEPT ALL SELECT * FROM expf))
+UNION ALL
+SELECT 'flow states', NOT EXISTS (SELECT FROM autocdc.flows WHERE state <> 'idle');
+SELECT what, CASE WHEN ok THEN 'ok' ELSE 'MISMATCH' END AS result FROM demo_check;
+
+-- fail the demo (psql exits non-zero) when anything differs
+DO $$
+BEGIN
+	IF EXISTS (SELECT FROM demo_check WHERE NOT ok) THEN
+		RAISE EXCEPTION 'demo: results differ from SPEC section 8 in: %',
+			(SELECT string_agg(what, ', ') FROM demo_check WHERE NOT ok);
+	END IF;
+END $$;
+\echo 'all examples match SPEC section 8'
