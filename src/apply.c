@@ -36,6 +36,7 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "replication/origin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
@@ -1187,8 +1188,28 @@ apply_batch(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all)
 	/* write the differences */
 	delete_tids(flow->target, a.tdel, a.ntdel);
 	insert_rows(flow->target, a.ttype, a.tins, a.tdesc, a.ntins);
-	delete_tids(a.staterel, a.sdel, a.nsdel);
-	insert_rows(a.staterel, a.stype, a.sins, a.sdesc, a.nsins);
+
+	/*
+	 * Hidden-state changes are marked as not to be replicated, so that
+	 * decoding (ours, and any other consumer that filters by origin) drops
+	 * them before buffering.  Only the state: targets may be feeds of other
+	 * flows.
+	 */
+	{
+		RepOriginId saved_origin = replorigin_session_origin;
+
+		PG_TRY();
+		{
+			replorigin_session_origin = DoNotReplicateId;
+			delete_tids(a.staterel, a.sdel, a.nsdel);
+			insert_rows(a.staterel, a.stype, a.sins, a.sdesc, a.nsins);
+		}
+		PG_FINALLY();
+		{
+			replorigin_session_origin = saved_origin;
+		}
+		PG_END_TRY();
+	}
 
 	elog(DEBUG1, "autocdc: flow \"%s\": classified " INT64_FORMAT " events in %ld ms, "
 		 "folded in %ld ms, wrote in %ld ms", flow->name, nevents,

@@ -41,6 +41,7 @@
 #include "replication/decode.h"
 #include "replication/logical.h"
 #include "replication/logicalproto.h"
+#include "replication/origin.h"
 #include "replication/slot.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
@@ -370,6 +371,21 @@ source_snapshot_read(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 	restore_user(saved_uid, saved_sec);
 }
 
+/* pgoutput's own origin filter, consulted after ours. */
+static LogicalDecodeFilterByOriginCB plugin_filter_by_origin = NULL;
+
+/*
+ * Drop changes marked as not to be replicated (autocdc's hidden-state
+ * writes) before they are buffered and decoded.
+ */
+static bool
+filter_by_origin(LogicalDecodingContext *ctx, RepOriginId origin_id)
+{
+	if (origin_id == DoNotReplicateId)
+		return true;
+	return plugin_filter_by_origin ? plugin_filter_by_origin(ctx, origin_id) : false;
+}
+
 /* pgoutput writer callbacks: we consume ctx->out in do_write. */
 static void
 decode_prepare_write(LogicalDecodingContext *ctx, XLogRecPtr lsn,
@@ -649,6 +665,16 @@ source_capture(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 		List	   *options;
 
 		check_resync(flow);
+
+		/*
+		 * Let the slot forget what every flow has applied before decoding
+		 * (its restart point moves with the candidates the last pass
+		 * found); otherwise each run re-reads the previous run's WAL.  A
+		 * first read skips this, so that nothing can move the slot between
+		 * its snapshot and what it decodes.
+		 */
+		if (flow->has_progress)
+			confirm_oldest_progress();
 		if (!flow->has_progress)
 		{
 			Snapshot	snap = first_read_snapshot();
@@ -678,6 +704,8 @@ source_capture(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 											   .segment_close = wal_segment_close),
 									decode_prepare_write, decode_write, NULL);
 		ctx->output_writer_private = &st;
+		plugin_filter_by_origin = ctx->callbacks.filter_by_origin_cb;
+		ctx->callbacks.filter_by_origin_cb = filter_by_origin;
 		saved_owner = CurrentResourceOwner;
 		XLogBeginRead(ctx->reader, MyReplicationSlot->data.restart_lsn);
 		InvalidateSystemCaches();
