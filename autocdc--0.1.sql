@@ -84,7 +84,7 @@ CREATE TABLE autocdc.flow_state (
 	num_skipped_events bigint NOT NULL DEFAULT 0
 );
 
-CREATE TABLE autocdc.flow_runs (
+CREATE TABLE autocdc.flow_run_log (
 	id			bigserial PRIMARY KEY,
 	flow		text NOT NULL,
 	started_at	timestamptz NOT NULL,
@@ -96,14 +96,14 @@ CREATE TABLE autocdc.flow_runs (
 	status		text NOT NULL,
 	error		text
 );
-CREATE INDEX ON autocdc.flow_runs (flow, id);
+CREATE INDEX ON autocdc.flow_run_log (flow, id);
 
 SELECT pg_catalog.pg_extension_config_dump('autocdc.target', '');
 SELECT pg_catalog.pg_extension_config_dump('autocdc.target_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('autocdc.flow', '');
 SELECT pg_catalog.pg_extension_config_dump('autocdc.flow_state', '');
-SELECT pg_catalog.pg_extension_config_dump('autocdc.flow_runs', '');
-SELECT pg_catalog.pg_extension_config_dump('autocdc.flow_runs_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('autocdc.flow_run_log', '');
+SELECT pg_catalog.pg_extension_config_dump('autocdc.flow_run_log_id_seq', '');
 
 /* ---------------------------------------------------------------- */
 /* internal C functions                                             */
@@ -247,13 +247,27 @@ SELECT f.name,
   LEFT JOIN autocdc.flow_state s ON s.name = f.name
   LEFT JOIN autocdc._slot_info() sl ON true
   LEFT JOIN LATERAL (SELECT p.error FROM autocdc._pending_errors() p
-					  WHERE p.flow = f.name ORDER BY p.at DESC LIMIT 1) pe ON true;
+					  WHERE p.flow = f.name ORDER BY p.at DESC LIMIT 1) pe ON true
+ WHERE pg_catalog.pg_has_role(CURRENT_USER, f.owner, 'USAGE')
+	OR pg_catalog.pg_has_role(CURRENT_USER, 'pg_read_all_stats', 'USAGE');
+
+/*
+ * The run log.  Errors can quote source values, so each role sees the runs
+ * of the flows it may act for (and monitoring roles see all).
+ */
+CREATE VIEW autocdc.flow_runs AS
+SELECT r.id, r.flow, r.started_at, r.finished_at, r.num_events, r.num_upserted_rows,
+	   r.num_deleted_rows, r.num_skipped_events, r.status, r.error
+  FROM autocdc.flow_run_log r
+ WHERE pg_catalog.pg_has_role(CURRENT_USER, 'pg_read_all_stats', 'USAGE')
+	OR EXISTS (SELECT FROM autocdc.flow f
+				WHERE f.name = r.flow AND pg_catalog.pg_has_role(CURRENT_USER, f.owner, 'USAGE'));
 
 GRANT USAGE ON SCHEMA autocdc TO PUBLIC;
 -- state tables are owned by their targets' owners; the schema must be reachable
 GRANT USAGE ON SCHEMA autocdc_state TO PUBLIC;
 GRANT SELECT ON autocdc.flows, autocdc.flow_runs TO PUBLIC;
-REVOKE ALL ON autocdc.flow, autocdc.flow_state, autocdc.target FROM PUBLIC;
+REVOKE ALL ON autocdc.flow, autocdc.flow_state, autocdc.target, autocdc.flow_run_log FROM PUBLIC;
 
 /*
  * DROP TABLE of a flow's source or target is refused (SPEC §4): the flow

@@ -247,6 +247,25 @@ SELECT autocdc.drop_flow('r_sh_b', true);
 SELECT to_regclass('r_sh') IS NULL AS target_dropped,
 	   to_regclass('autocdc_state.target_' || :sh_target_id) IS NULL AS state_dropped;
 
+-- each role sees the flows (and runs) it may act for; errors can quote source values
+CREATE ROLE regress_r_other;
+SET ROLE regress_r_other;
+SELECT count(*) AS flows_seen_by_other FROM autocdc.flows;
+SELECT count(*) AS runs_seen_by_other FROM autocdc.flow_runs;
+RESET ROLE;
+SET ROLE regress_r_owner;
+SELECT name FROM autocdc.flows ORDER BY name;
+SELECT count(*) > 0 AS owner_sees_its_runs, bool_and(flow = 'r_own') AS only_its_own
+  FROM autocdc.flow_runs;
+RESET ROLE;
+SELECT count(*) AS all_flows FROM autocdc.flows \gset
+GRANT pg_read_all_stats TO regress_r_other;
+SET ROLE regress_r_other;
+SELECT count(*) = :all_flows AS monitor_sees_all, bool_or(name = 'r_own') AS sees_others_flow
+  FROM autocdc.flows;
+RESET ROLE;
+DROP ROLE regress_r_other;
+
 -- clean up
 SELECT autocdc.drop_flow('r_own', true);
 DROP TABLE r_feed, r_fr_feed, r_a_feed, r_b_feed, r_own_feed, r_log, r_secret;

@@ -29,6 +29,8 @@
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
+#include "catalog/pg_authid.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/timestamp.h"
@@ -309,7 +311,7 @@ autocdc_persist_errors(void)
 		args[1] = CStringGetTextDatum(copy[i].message);
 		args[2] = TimestampTzGetDatum(copy[i].at);
 		if (SPI_execute_with_args(
-								  "INSERT INTO autocdc.flow_runs (flow, started_at, finished_at, status, error) "
+								  "INSERT INTO autocdc.flow_run_log (flow, started_at, finished_at, status, error) "
 								  "SELECT $1, $3, $3, 'error', $2 "
 								  "WHERE EXISTS (SELECT FROM autocdc.flow WHERE name OPERATOR(pg_catalog.=) $1)",
 								  3, types, args, NULL, false, 0) != SPI_OK_INSERT)
@@ -342,23 +344,56 @@ autocdc_pending_errors(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	int			i;
 
+	PendingError copy[PENDING_ERRORS];
+	int			n = 0;
+	bool		see_all = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
+
 	InitMaterializedSRF(fcinfo, 0);
 	if (!shared)
 		return (Datum) 0;
 	LWLockAcquire(shared->lock, LW_SHARED);
 	for (i = 0; i < PENDING_ERRORS; i++)
+		if (shared->errors[i].id != 0 && shared->errors[i].dboid == MyDatabaseId)
+			copy[n++] = shared->errors[i];
+	LWLockRelease(shared->lock);
+
+	/* errors can quote source values: show a flow's only to who may act for it */
+	if (!see_all && n > 0 && SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	for (i = 0; i < n; i++)
 	{
-		PendingError *e = &shared->errors[i];
 		Datum		values[3];
 		bool		nulls[3] = {false, false, false};
 
-		if (e->id == 0 || e->dboid != MyDatabaseId)
-			continue;
-		values[0] = CStringGetTextDatum(e->flow);
-		values[1] = CStringGetTextDatum(e->message);
-		values[2] = TimestampTzGetDatum(e->at);
+		if (!see_all)
+		{
+			Datum		arg = CStringGetTextDatum(copy[i].flow);
+			Oid			argtype = TEXTOID;
+			Oid			saved_uid;
+			int			saved_sec;
+			bool		isnull;
+			bool		visible = false;
+
+			become_superuser(&saved_uid, &saved_sec);
+			if (SPI_execute_with_args("SELECT owner::pg_catalog.oid FROM autocdc.flow "
+									  "WHERE name OPERATOR(pg_catalog.=) $1",
+									  1, &argtype, &arg, NULL, true, 1) != SPI_OK_SELECT)
+				elog(ERROR, "could not read flow owner");
+			restore_user(saved_uid, saved_sec);
+			if (SPI_processed > 0)
+				visible = has_privs_of_role(GetUserId(),
+											DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+																		   SPI_tuptable->tupdesc,
+																		   1, &isnull)));
+			if (!visible)
+				continue;
+		}
+		values[0] = CStringGetTextDatum(copy[i].flow);
+		values[1] = CStringGetTextDatum(copy[i].message);
+		values[2] = TimestampTzGetDatum(copy[i].at);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
-	LWLockRelease(shared->lock);
+	if (!see_all && n > 0)
+		SPI_finish();
 	return (Datum) 0;
 }

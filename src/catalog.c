@@ -1468,7 +1468,7 @@ catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz started)
 							  "WHERE name OPERATOR(pg_catalog.=) $1",
 							  10, types, args, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update flow state");
-	if (SPI_execute_with_args("INSERT INTO autocdc.flow_runs (flow, started_at, finished_at, num_events, "
+	if (SPI_execute_with_args("INSERT INTO autocdc.flow_run_log (flow, started_at, finished_at, num_events, "
 							  "num_upserted_rows, num_deleted_rows, num_skipped_events, status) "
 							  "VALUES ($1, $8, pg_catalog.clock_timestamp(), $4, $5, $6, $7, 'ok')",
 							  8, types, args, nulls, false, 0) != SPI_OK_INSERT)
