@@ -40,6 +40,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/pg_lsn.h"
@@ -1176,7 +1177,21 @@ apply_batch(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all)
 	fs.a = &a;
 	fs.group = NULL;
 	fs.ngroup = fs.maxgroup = 0;
-	spi_foreach(sql.data, false, fold_row, fold_chunk_end, &fs);
+	{
+		/*
+		 * Reach the touched keys' rows through their indexes: a hash or
+		 * merge join would read the whole target and state, making a run's
+		 * cost grow with the target instead of with the keys it touches.
+		 */
+		int			level = NewGUCNestLevel();
+
+		(void) set_config_option("enable_hashjoin", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+		(void) set_config_option("enable_mergejoin", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+		spi_foreach(sql.data, false, fold_row, fold_chunk_end, &fs);
+		AtEOXact_GUC(true, level);
+	}
 	if (fs.ngroup > 0)
 	{
 		old = MemoryContextSwitchTo(a.groupcxt);
