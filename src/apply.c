@@ -429,8 +429,8 @@ classify_row(HeapTuple tup, TupleDesc desc, void *arg)
 						f->name, key_text(a, values, nulls)),
 				 errdetail("The event's source transaction committed at LSN %X/%X.",
 						   LSN_FORMAT_ARGS(lsn)),
-				 errhint("Pass it with SELECT autocdc.skip_events('%s', '%X/%X'), or recreate the flow with a sequence that is never null.",
-						 f->name, LSN_FORMAT_ARGS(lsn))));
+				 errhint("Pass it with SELECT autocdc.skip_events(%s, '%X/%X'), or recreate the flow with a sequence that is never null.",
+						 quote_literal_cstr(f->name), LSN_FORMAT_ARGS(lsn))));
 	if (kind == 't')
 	{
 		Ev		   *t = palloc0(sizeof(Ev));
@@ -453,8 +453,8 @@ classify_row(HeapTuple tup, TupleDesc desc, void *arg)
 								f->name, key_text(a, values, nulls)),
 						 errdetail("The event's source transaction committed at LSN %X/%X.",
 								   LSN_FORMAT_ARGS(lsn)),
-						 errhint("Pass it with SELECT autocdc.skip_events('%s', '%X/%X').",
-								 f->name, LSN_FORMAT_ARGS(lsn))));
+						 errhint("Pass it with SELECT autocdc.skip_events(%s, '%X/%X').",
+								 quote_literal_cstr(f->name), LSN_FORMAT_ARGS(lsn))));
 	put_state_row(a, cs->events, values, nulls, values[a->ndata], lsn,
 				  DatumGetInt64(values[a->ndata + 2]), kind);
 }

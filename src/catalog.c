@@ -1361,8 +1361,8 @@ catalog_sync_columns(FlowDef *flow, bool refresh)
 							flow->name, name, get_rel_name(flow->source)),
 					 refresh || name_in_list(flow->keys, name) || flow->has_include ?
 					 errhint("Drop the flow and create it again with the source's new columns.") :
-					 errhint("Run SELECT autocdc.full_refresh('%s') to re-read the source with its new columns.",
-							 flow->name)));
+					 errhint("Run SELECT autocdc.full_refresh(%s) to re-read the source with its new columns.",
+							 quote_literal_cstr(flow->name))));
 		if (s != NULL && t != NULL && s->typid != t->typid)
 		{
 			if (!refresh)
@@ -1371,7 +1371,7 @@ catalog_sync_columns(FlowDef *flow, bool refresh)
 						 errmsg("flow \"%s\": column \"%s\" of source \"%s\" changed type from %s to %s",
 								flow->name, name, get_rel_name(flow->source),
 								format_type_be(t->typid), format_type_be(s->typid)),
-						 errhint("Run SELECT autocdc.full_refresh('%s') to re-read the source.", flow->name)));
+						 errhint("Run SELECT autocdc.full_refresh(%s) to re-read the source.", quote_literal_cstr(flow->name))));
 			spi_exec(psprintf("ALTER TABLE %s ALTER COLUMN %s TYPE %s USING NULL",
 							  tname, quote_identifier(name),
 							  format_type_with_typemod(s->typid, s->typmod)), SPI_OK_UTILITY);

@@ -434,8 +434,8 @@ decode_relation(DecodeState *st, StringInfo in)
 							 errmsg("flow \"%s\": column \"%s\" of source \"%s\" changed type",
 									st->flow->name, NameStr(att->attname),
 									get_rel_name(st->flow->source)),
-							 errhint("Run autocdc.full_refresh('%s') to re-read the source.",
-									 st->flow->name)));
+							 errhint("Run autocdc.full_refresh(%s) to re-read the source.",
+									 quote_literal_cstr(st->flow->name))));
 				dr->map[i] = j;
 			}
 	}
@@ -575,7 +575,7 @@ check_resync(FlowDef *flow)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("flow \"%s\" needs a resync: its source position %X/%X is no longer available",
 						flow->name, LSN_FORMAT_ARGS(flow->progress)),
-				 errhint("Run autocdc.full_refresh('%s').", flow->name)));
+				 errhint("Run autocdc.full_refresh(%s).", quote_literal_cstr(flow->name))));
 }
 
 /*
