@@ -300,3 +300,23 @@ END;
 $$;
 CREATE EVENT TRIGGER autocdc_drop_guard ON sql_drop
 	EXECUTE FUNCTION autocdc._drop_guard();
+
+/*
+ * The statement form (SPEC §3.1): a trusted language whose DO blocks run
+ * CREATE FLOW / APPLY CHANGES INTO / CREATE STREAMING TABLE / DROP FLOW, and
+ * the same parser behind autocdc.execute() for drivers and scripts.
+ */
+CREATE FUNCTION autocdc._call_handler() RETURNS language_handler
+	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_call_handler';
+CREATE FUNCTION autocdc._inline_handler(internal) RETURNS void
+	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'autocdc_inline_handler';
+CREATE FUNCTION autocdc._validator(oid) RETURNS void
+	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'autocdc_validator';
+CREATE TRUSTED LANGUAGE autocdc
+	HANDLER autocdc._call_handler
+	INLINE autocdc._inline_handler
+	VALIDATOR autocdc._validator;
+COMMENT ON LANGUAGE autocdc IS 'autocdc statements: DO LANGUAGE autocdc $$ CREATE FLOW ... $$';
+
+CREATE FUNCTION autocdc.execute(statements text) RETURNS SETOF text
+	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_execute';

@@ -19,6 +19,7 @@
 #include "access/htup.h"
 #include "access/tupdesc.h"
 #include "access/xlogdefs.h"
+#include "datatype/timestamp.h"
 #include "nodes/pg_list.h"
 #include "utils/tuplestore.h"
 

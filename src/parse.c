@@ -1,0 +1,641 @@
+/*-------------------------------------------------------------------------
+ *
+ * parse.c
+ *		The statement form (SPEC §3.1): CREATE FLOW ... AS AUTO CDC INTO ...,
+ *		APPLY CHANGES INTO ..., CREATE STREAMING TABLE, DROP FLOW.
+ *
+ * PostgreSQL has no parser hook, so these statements reach autocdc as text,
+ * through DO LANGUAGE autocdc and autocdc.execute() (statement.c).  The text
+ * is tokenized with PostgreSQL's own core scanner, so identifiers, quoting,
+ * dollar quotes and comments behave exactly as in SQL, and parsed by
+ * recursive descent into AutocdcStmt nodes.  Expressions are not parsed
+ * here: their source text is kept (STRUCT( rewritten to ROW() and checked
+ * by create_flow against the source.  A whole block is parsed before any
+ * statement runs.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "lib/stringinfo.h"
+#include "mb/pg_wchar.h"
+#include "parser/gramparse.h"
+#include "parser/scanner.h"
+#include "utils/builtins.h"
+
+#include "autocdc.h"
+#include "parse.h"
+
+/* One token of the block. */
+typedef struct Tok
+{
+	int			code;			/* core scanner token code, 0 at end */
+	const char *word;			/* keyword or unquoted identifier, lower case */
+	int			start;			/* byte offset in the block */
+	int			end;			/* offset of the next token (or end) */
+} Tok;
+
+/* Parser state. */
+typedef struct Parser
+{
+	const char *text;
+	Tok		   *toks;
+	int			ntoks;
+	int			pos;
+} Parser;
+
+/* Clauses of CREATE FLOW, in their documented order. */
+enum
+{
+	CL_NONE = 0,
+	CL_IGNORE_NULLS,
+	CL_DELETE,
+	CL_TRUNCATE,
+	CL_SEQUENCE,
+	CL_SYSTEM_SEQUENCE,
+	CL_COLUMNS,
+	CL_STORED,
+	CL_TRACK
+};
+
+static const char *const clause_names[] = {
+	"", "IGNORE NULL UPDATES", "APPLY AS DELETE WHEN", "APPLY AS TRUNCATE WHEN",
+	"SEQUENCE BY", "SYSTEM SEQUENCE BY", "COLUMNS", "STORED AS", "TRACK HISTORY ON"
+};
+
+/* Is a core scanner token code a keyword (as opposed to a literal or operator)? */
+static bool
+is_keyword_token(int code)
+{
+	switch (code)
+	{
+		case IDENT:
+		case UIDENT:
+		case FCONST:
+		case SCONST:
+		case USCONST:
+		case BCONST:
+		case XCONST:
+		case Op:
+		case ICONST:
+		case PARAM:
+		case TYPECAST:
+		case DOT_DOT:
+		case COLON_EQUALS:
+		case EQUALS_GREATER:
+		case LESS_EQUALS:
+		case GREATER_EQUALS:
+		case NOT_EQUALS:
+			return false;
+		default:
+			return code >= 258;
+	}
+}
+
+/* Tokenize the block with the core scanner. */
+static void
+tokenize(Parser *p)
+{
+	core_yy_extra_type yyextra;
+	core_yyscan_t scanner;
+	core_YYSTYPE yylval;
+	YYLTYPE		yylloc;
+	int			max = 64;
+	int			i;
+
+	p->toks = palloc(sizeof(Tok) * max);
+	p->ntoks = 0;
+	scanner = scanner_init(p->text, &yyextra, &ScanKeywords, ScanKeywordTokens);
+	for (;;)
+	{
+		int			code = core_yylex(&yylval, &yylloc, scanner);
+		Tok		   *t;
+
+		if (p->ntoks + 1 >= max)
+		{
+			max *= 2;
+			p->toks = repalloc(p->toks, sizeof(Tok) * max);
+		}
+		t = &p->toks[p->ntoks];
+		t->code = code;
+		t->start = code == 0 ? (int) strlen(p->text) : yylloc;
+		t->word = NULL;
+		if (code == IDENT && p->text[yylloc] != '"')
+			t->word = pstrdup(yylval.str);	/* unquoted: already lower case */
+		else if (is_keyword_token(code))
+			t->word = pstrdup(yylval.keyword);
+		p->ntoks++;
+		if (code == 0)
+			break;
+	}
+	scanner_finish(scanner);
+	for (i = 0; i < p->ntoks; i++)
+		p->toks[i].end = i + 1 < p->ntoks ? p->toks[i + 1].start : (int) strlen(p->text);
+}
+
+/* Source text of the current token, for messages. */
+static char *
+tok_text(Parser *p, int i)
+{
+	Tok		   *t = &p->toks[i];
+	int			len = t->end - t->start;
+
+	if (t->code == 0)
+		return NULL;
+	while (len > 0 && isspace((unsigned char) p->text[t->start + len - 1]))
+		len--;
+	return pnstrdup(p->text + t->start, len);
+}
+
+/* Report a syntax error at token i: "expected ...". */
+static void
+syntax_error(Parser *p, int i, const char *expected)
+{
+	char	   *near = tok_text(p, i);
+
+	ereport(ERROR,
+			(errcode(ERRCODE_SYNTAX_ERROR),
+			 near ? errmsg("syntax error at or near \"%s\"", near)
+			 : errmsg("syntax error at end of input"),
+			 errdetail("Expected %s.", expected),
+			 internalerrposition(pg_mbstrlen_with_len(p->text, p->toks[i].start) + 1),
+			 internalerrquery(p->text)));
+}
+
+/* Is the token at i the word w? */
+static bool
+is_word(Parser *p, int i, const char *w)
+{
+	return i < p->ntoks && p->toks[i].word != NULL && strcmp(p->toks[i].word, w) == 0;
+}
+
+/* Is the token at i the character c? */
+static bool
+is_char(Parser *p, int i, char c)
+{
+	return i < p->ntoks && p->toks[i].code == (unsigned char) c;
+}
+
+/* Consume word w, or fail with "expected <what>". */
+static void
+expect_word(Parser *p, const char *w, const char *what)
+{
+	if (!is_word(p, p->pos, w))
+		syntax_error(p, p->pos, what);
+	p->pos++;
+}
+
+/* Consume character c, or fail. */
+static void
+expect_char(Parser *p, char c, const char *what)
+{
+	if (!is_char(p, p->pos, c))
+		syntax_error(p, p->pos, what);
+	p->pos++;
+}
+
+/* Text of tokens [from, to) with surrounding space trimmed. */
+static char *
+span_text(Parser *p, int from, int to)
+{
+	int			s = p->toks[from].start;
+	int			e = to < p->ntoks ? p->toks[to].start : (int) strlen(p->text);
+
+	while (e > s && isspace((unsigned char) p->text[e - 1]))
+		e--;
+	return pnstrdup(p->text + s, e - s);
+}
+
+/* A (possibly qualified) name: ident [. ident]; returns its source text. */
+static char *
+parse_name(Parser *p, const char *what)
+{
+	int			from = p->pos;
+
+	if (p->toks[p->pos].code != IDENT && p->toks[p->pos].word == NULL)
+		syntax_error(p, p->pos, what);
+	p->pos++;
+	while (is_char(p, p->pos, '.'))
+	{
+		p->pos++;
+		if (p->toks[p->pos].code != IDENT && p->toks[p->pos].word == NULL)
+			syntax_error(p, p->pos, what);
+		p->pos++;
+	}
+	return span_text(p, from, p->pos);
+}
+
+/* ( col [, ...] ): a list of column names as source text. */
+static List *
+parse_column_list(Parser *p)
+{
+	List	   *cols = NIL;
+
+	expect_char(p, '(', "\"(\" and a list of column names");
+	for (;;)
+	{
+		if (p->toks[p->pos].code != IDENT && p->toks[p->pos].word == NULL)
+			syntax_error(p, p->pos, "a column name");
+		cols = lappend(cols, tok_text(p, p->pos));
+		p->pos++;
+		if (is_char(p, p->pos, ','))
+		{
+			p->pos++;
+			continue;
+		}
+		expect_char(p, ')', "\",\" or \")\"");
+		break;
+	}
+	return cols;
+}
+
+/*
+ * Which clause starts at token i (CL_NONE if none)?  Used both to dispatch
+ * and to find where an expression ends.
+ */
+static int
+clause_at(Parser *p, int i)
+{
+	if (is_word(p, i, "ignore") && is_word(p, i + 1, "null"))
+		return CL_IGNORE_NULLS;
+	if (is_word(p, i, "apply") && is_word(p, i + 1, "as"))
+	{
+		if (is_word(p, i + 2, "truncate"))
+			return CL_TRUNCATE;
+		return CL_DELETE;
+	}
+	if (is_word(p, i, "sequence") && is_word(p, i + 1, "by"))
+		return CL_SEQUENCE;
+	if (is_word(p, i, "system") && is_word(p, i + 1, "sequence"))
+		return CL_SYSTEM_SEQUENCE;
+	if (is_word(p, i, "columns") && (is_char(p, i + 1, '(') || is_char(p, i + 1, '*')))
+		return CL_COLUMNS;
+	if (is_word(p, i, "stored") && is_word(p, i + 1, "as"))
+		return CL_STORED;
+	if (is_word(p, i, "track") && is_word(p, i + 1, "history"))
+		return CL_TRACK;
+	return CL_NONE;
+}
+
+/*
+ * An expression: the tokens up to the next clause, ";" or the end, at
+ * parenthesis depth 0.  STRUCT( is written ROW( as in SQL.
+ */
+static char *
+parse_expression(Parser *p, const char *after)
+{
+	int			from = p->pos;
+	int			depth = 0;
+	StringInfoData buf;
+	int			i;
+	int			last;
+
+	while (p->toks[p->pos].code != 0)
+	{
+		Tok		   *t = &p->toks[p->pos];
+
+		if (depth == 0 && (t->code == ';' || clause_at(p, p->pos) != CL_NONE))
+			break;
+		if (t->code == '(' || t->code == '[')
+			depth++;
+		else if (t->code == ')' || t->code == ']')
+		{
+			if (depth == 0)
+				syntax_error(p, p->pos, "an expression with balanced parentheses");
+			depth--;
+		}
+		p->pos++;
+	}
+	if (depth > 0)
+		syntax_error(p, p->pos, "\")\"");
+	if (p->pos == from)
+		syntax_error(p, p->pos, psprintf("an expression after %s", after));
+
+	/* copy the text, turning STRUCT( into ROW( */
+	initStringInfo(&buf);
+	last = p->toks[from].start;
+	for (i = from; i < p->pos; i++)
+	{
+		if (is_word(p, i, "struct") && is_char(p, i + 1, '('))
+		{
+			appendBinaryStringInfo(&buf, p->text + last, p->toks[i].start - last);
+			appendStringInfoString(&buf, "ROW");
+			last = p->toks[i + 1].start;
+		}
+	}
+	{
+		int			e = p->toks[p->pos].start;
+
+		if (p->toks[p->pos].code == 0)
+			e = strlen(p->text);
+		while (e > last && isspace((unsigned char) p->text[e - 1]))
+			e--;
+		appendBinaryStringInfo(&buf, p->text + last, e - last);
+	}
+	return buf.data;
+}
+
+/* COLUMNS / TRACK HISTORY ON selection: ( list ) or * EXCEPT ( list ). */
+static void
+parse_selection(Parser *p, List **include, List **except)
+{
+	if (is_char(p, p->pos, '*'))
+	{
+		p->pos++;
+		expect_word(p, "except", "EXCEPT after \"*\"");
+		*except = parse_column_list(p);
+	}
+	else
+		*include = parse_column_list(p);
+}
+
+/* The clauses of CREATE FLOW ... AS AUTO CDC INTO t after FROM source. */
+static void
+parse_flow_clauses(Parser *p, AutocdcStmt *s)
+{
+	int			last = CL_NONE;
+
+	expect_word(p, "keys", "KEYS");
+	s->keys = parse_column_list(p);
+	while (p->toks[p->pos].code != 0 && !is_char(p, p->pos, ';'))
+	{
+		int			cl = clause_at(p, p->pos);
+		int			at = p->pos;
+
+		if (cl == CL_NONE)
+			syntax_error(p, p->pos, last < CL_SEQUENCE ?
+						 "a clause of CREATE FLOW (IGNORE NULL UPDATES, APPLY AS DELETE WHEN, APPLY AS TRUNCATE WHEN, SEQUENCE BY)" :
+						 "a clause of CREATE FLOW (SYSTEM SEQUENCE BY, COLUMNS, STORED AS, TRACK HISTORY ON) or \";\"");
+		if (cl == last)
+			ereport(ERROR,
+					(errcode(ERRCODE_SYNTAX_ERROR),
+					 errmsg("%s appears more than once", clause_names[cl]),
+					 internalerrposition(pg_mbstrlen_with_len(p->text, p->toks[at].start) + 1),
+					 internalerrquery(p->text)));
+		if (cl < last)
+			ereport(ERROR,
+					(errcode(ERRCODE_SYNTAX_ERROR),
+					 errmsg("%s must come before %s", clause_names[cl], clause_names[last]),
+					 errhint("Write the clauses of CREATE FLOW in the documented order."),
+					 internalerrposition(pg_mbstrlen_with_len(p->text, p->toks[at].start) + 1),
+					 internalerrquery(p->text)));
+		last = cl;
+		switch (cl)
+		{
+			case CL_IGNORE_NULLS:
+				p->pos++;
+				expect_word(p, "null", "NULL");
+				expect_word(p, "updates", "UPDATES");
+				s->ignore_nulls = true;
+				break;
+			case CL_DELETE:
+				p->pos += 2;
+				expect_word(p, "delete", "DELETE or TRUNCATE after APPLY AS");
+				expect_word(p, "when", "WHEN");
+				s->deletes = parse_expression(p, "APPLY AS DELETE WHEN");
+				break;
+			case CL_TRUNCATE:
+				p->pos += 3;
+				expect_word(p, "when", "WHEN");
+				s->truncates = parse_expression(p, "APPLY AS TRUNCATE WHEN");
+				break;
+			case CL_SEQUENCE:
+				p->pos += 2;
+				s->sequence_by = parse_expression(p, "SEQUENCE BY");
+				break;
+			case CL_SYSTEM_SEQUENCE:
+				p->pos += 2;
+				expect_word(p, "by", "BY");
+				s->system_sequence_by = parse_expression(p, "SYSTEM SEQUENCE BY");
+				break;
+			case CL_COLUMNS:
+				p->pos++;
+				parse_selection(p, &s->column_list, &s->except_column_list);
+				s->has_column_list = s->column_list != NIL;
+				break;
+			case CL_STORED:
+				p->pos += 2;
+				if (is_word(p, p->pos, "bitemporal"))
+				{
+					s->scd_type = "bitemporal";
+					p->pos++;
+				}
+				else
+				{
+					expect_word(p, "scd", "SCD TYPE 1, SCD TYPE 2 or BITEMPORAL");
+					expect_word(p, "type", "TYPE");
+					if (p->toks[p->pos].code != ICONST)
+						syntax_error(p, p->pos, "1 or 2");
+					s->scd_type = tok_text(p, p->pos);
+					p->pos++;
+				}
+				break;
+			case CL_TRACK:
+				p->pos += 2;
+				expect_word(p, "on", "ON");
+				parse_selection(p, &s->track_list, &s->track_except_list);
+				s->has_track_list = s->track_list != NIL;
+				break;
+		}
+	}
+	if (s->sequence_by == NULL && !s->snapshot)
+		syntax_error(p, p->pos, "SEQUENCE BY, which CREATE FLOW requires");
+}
+
+/*
+ * CREATE FLOW name AS AUTO CDC [ONCE] INTO ..., or APPLY CHANGES INTO ...
+ * (the caller consumed up to INTO).
+ */
+static void
+parse_flow_body(Parser *p, AutocdcStmt *s)
+{
+	int			from;
+	int			depth = 0;
+
+	s->target = parse_name(p, "the name of the target table");
+	expect_word(p, "from", "FROM and the source");
+	if (is_word(p, p->pos, "snapshot"))
+	{
+		p->pos++;
+		s->snapshot = true;
+		s->source = parse_name(p, "the snapshot relation");
+		expect_word(p, "keys", "KEYS");
+		s->keys = parse_column_list(p);
+		if (is_word(p, p->pos, "stored") && is_word(p, p->pos + 1, "as"))
+		{
+			p->pos += 2;
+			while (p->toks[p->pos].code != 0 && !is_char(p, p->pos, ';') &&
+				   !is_word(p, p->pos, "track"))
+				p->pos++;
+		}
+		if (is_word(p, p->pos, "track"))
+		{
+			p->pos++;
+			expect_word(p, "history", "HISTORY");
+			expect_word(p, "on", "ON");
+			parse_selection(p, &s->track_list, &s->track_except_list);
+		}
+		return;
+	}
+	/* stream(x) | x | changes(x) | stream(changes(x)) | STREAM x */
+	from = p->pos;
+	while (p->toks[p->pos].code != 0 && !(depth == 0 && is_word(p, p->pos, "keys")))
+	{
+		if (is_char(p, p->pos, '('))
+			depth++;
+		else if (is_char(p, p->pos, ')'))
+			depth--;
+		else if (depth == 0 && is_char(p, p->pos, ';'))
+			break;
+		p->pos++;
+	}
+	if (p->pos == from)
+		syntax_error(p, p->pos, "the source after FROM");
+	s->source = span_text(p, from, p->pos);
+	if (pg_strncasecmp(s->source, "stream ", 7) == 0)
+		s->source = psprintf("stream(%s)", s->source + 7);
+	parse_flow_clauses(p, s);
+}
+
+/* One statement starting at p->pos. */
+static AutocdcStmt *
+parse_statement(Parser *p)
+{
+	AutocdcStmt *s = palloc0(sizeof(AutocdcStmt));
+
+	s->location = p->toks[p->pos].start;
+	if (is_word(p, p->pos, "create"))
+	{
+		p->pos++;
+		if (is_word(p, p->pos, "or"))
+		{
+			p->pos++;
+			expect_word(p, "refresh", "REFRESH after CREATE OR");
+			s->or_refresh = true;
+		}
+		if (is_word(p, p->pos, "streaming"))
+		{
+			p->pos++;
+			expect_word(p, "table", "TABLE after STREAMING");
+			s->kind = STMT_STREAMING_TABLE;
+			s->target = parse_name(p, "the name of the streaming table");
+			if (is_char(p, p->pos, '('))
+			{
+				int			from = p->pos + 1;
+				int			depth = 0;
+
+				do
+				{
+					if (is_char(p, p->pos, '('))
+						depth++;
+					else if (is_char(p, p->pos, ')'))
+						depth--;
+					else if (p->toks[p->pos].code == 0)
+						syntax_error(p, p->pos, "\")\" closing the column definitions");
+					p->pos++;
+				} while (depth > 0);
+				s->column_defs = span_text(p, from, p->pos - 1);
+			}
+			return s;
+		}
+		if (s->or_refresh)
+			syntax_error(p, p->pos, "STREAMING TABLE after CREATE OR REFRESH");
+		expect_word(p, "flow", "FLOW or STREAMING TABLE after CREATE");
+		s->kind = STMT_CREATE_FLOW;
+		s->name = parse_name(p, "the name of the flow");
+		expect_word(p, "as", "AS");
+		if (is_word(p, p->pos, "apply"))
+		{
+			p->pos++;
+			expect_word(p, "changes", "CHANGES after APPLY");
+		}
+		else
+		{
+			expect_word(p, "auto", "AUTO CDC");
+			expect_word(p, "cdc", "CDC after AUTO");
+		}
+		if (is_word(p, p->pos, "once"))
+		{
+			p->pos++;
+			s->once = true;
+		}
+		expect_word(p, "into", "INTO");
+		parse_flow_body(p, s);
+		return s;
+	}
+	if (is_word(p, p->pos, "apply"))
+	{
+		p->pos++;
+		expect_word(p, "changes", "CHANGES after APPLY");
+		expect_word(p, "into", "INTO after APPLY CHANGES");
+		s->kind = STMT_CREATE_FLOW;
+		parse_flow_body(p, s);
+		return s;
+	}
+	if (is_word(p, p->pos, "drop"))
+	{
+		p->pos++;
+		expect_word(p, "flow", "FLOW after DROP");
+		s->kind = STMT_DROP_FLOW;
+		if (is_word(p, p->pos, "if"))
+		{
+			p->pos++;
+			expect_word(p, "exists", "EXISTS after IF");
+			s->if_exists = true;
+		}
+		s->name = parse_name(p, "the name of the flow");
+		return s;
+	}
+	syntax_error(p, p->pos, "CREATE FLOW, CREATE STREAMING TABLE, APPLY CHANGES INTO or DROP FLOW");
+	return NULL;
+}
+
+/*
+ * Parse a block of ;-separated statements.  Lexical errors of the core
+ * scanner are reported against the block, like syntax errors.
+ */
+List *
+autocdc_parse_block(const char *text)
+{
+	Parser		p;
+	List	   *stmts = NIL;
+	MemoryContext cxt = CurrentMemoryContext;
+
+	p.text = text;
+	p.pos = 0;
+	PG_TRY();
+	{
+		tokenize(&p);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		ereport(ERROR,
+				(errcode(edata->sqlerrcode),
+				 errmsg("%s", edata->message),
+				 edata->cursorpos > 0 ? internalerrposition(edata->cursorpos) : 0,
+				 internalerrquery(text)));
+	}
+	PG_END_TRY();
+
+	for (;;)
+	{
+		while (is_char(&p, p.pos, ';'))
+			p.pos++;
+		if (p.toks[p.pos].code == 0)
+			break;
+		stmts = lappend(stmts, parse_statement(&p));
+		if (p.toks[p.pos].code != 0 && !is_char(&p, p.pos, ';'))
+			syntax_error(&p, p.pos, "\";\" or the end of the block");
+	}
+	if (stmts == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_SYNTAX_ERROR),
+				 errmsg("no autocdc statement to run"),
+				 errhint("Write CREATE FLOW ..., CREATE STREAMING TABLE ..., APPLY CHANGES INTO ... or DROP FLOW ...")));
+	return stmts;
+}

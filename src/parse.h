@@ -1,0 +1,50 @@
+/*-------------------------------------------------------------------------
+ *
+ * parse.h
+ *		Parsed statements of the statement form (parse.c, statement.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef AUTOCDC_PARSE_H
+#define AUTOCDC_PARSE_H
+
+#include "nodes/pg_list.h"
+
+typedef enum AutocdcStmtKind
+{
+	STMT_CREATE_FLOW,
+	STMT_STREAMING_TABLE,
+	STMT_DROP_FLOW
+} AutocdcStmtKind;
+
+/* One statement; names, columns and expressions are kept as source text. */
+typedef struct AutocdcStmt
+{
+	AutocdcStmtKind kind;
+	int			location;		/* byte offset in the block */
+	char	   *name;			/* flow name (NULL: the target's) */
+	char	   *target;
+	char	   *source;
+	bool		snapshot;		/* FROM SNAPSHOT */
+	bool		once;
+	bool		or_refresh;
+	bool		if_exists;
+	List	   *keys;
+	bool		ignore_nulls;
+	char	   *deletes;
+	char	   *truncates;
+	char	   *sequence_by;
+	char	   *system_sequence_by;
+	bool		has_column_list;
+	List	   *column_list;
+	List	   *except_column_list;
+	char	   *scd_type;
+	bool		has_track_list;
+	List	   *track_list;
+	List	   *track_except_list;
+	char	   *column_defs;		/* CREATE STREAMING TABLE (...) */
+} AutocdcStmt;
+
+extern List *autocdc_parse_block(const char *text);
+
+#endif							/* AUTOCDC_PARSE_H */
