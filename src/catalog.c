@@ -1607,16 +1607,23 @@ autocdc_skip_events(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-/* autocdc.pause_flow(name) */
-Datum
-autocdc_pause_flow(PG_FUNCTION_ARGS)
+/* Pause or resume a flow (the background worker skips paused flows). */
+static void
+set_paused(FunctionCallInfo fcinfo, bool paused)
 {
 	static const char *const argnames[] = {"flow name"};
 
 	require_args(fcinfo, 1, argnames);
 	update_flow(text_to_cstring(PG_GETARG_TEXT_PP(0)),
-				"UPDATE autocdc.flow SET paused = true WHERE name OPERATOR(pg_catalog.=) $1",
-				(Datum) 0, InvalidOid);
+				"UPDATE autocdc.flow SET paused = $2 WHERE name OPERATOR(pg_catalog.=) $1",
+				BoolGetDatum(paused), BOOLOID);
+}
+
+/* autocdc.pause_flow(name) */
+Datum
+autocdc_pause_flow(PG_FUNCTION_ARGS)
+{
+	set_paused(fcinfo, true);
 	PG_RETURN_VOID();
 }
 
@@ -1624,11 +1631,6 @@ autocdc_pause_flow(PG_FUNCTION_ARGS)
 Datum
 autocdc_resume_flow(PG_FUNCTION_ARGS)
 {
-	static const char *const argnames[] = {"flow name"};
-
-	require_args(fcinfo, 1, argnames);
-	update_flow(text_to_cstring(PG_GETARG_TEXT_PP(0)),
-				"UPDATE autocdc.flow SET paused = false WHERE name OPERATOR(pg_catalog.=) $1",
-				(Datum) 0, InvalidOid);
+	set_paused(fcinfo, false);
 	PG_RETURN_VOID();
 }
