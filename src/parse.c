@@ -20,7 +20,9 @@
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
 #include "parser/gramparse.h"
+#include "parser/parser.h"
 #include "parser/scanner.h"
+#include "common/keywords.h"
 #include "utils/builtins.h"
 
 #include "autocdc.h"
@@ -33,6 +35,8 @@ typedef struct Tok
 	const char *word;			/* keyword or unquoted identifier, lower case */
 	int			start;			/* byte offset in the block */
 	int			end;			/* offset of the next token (or end) */
+	int			len;			/* length of the token's own text (names) */
+	bool		reserved;		/* a reserved keyword: not a name */
 } Tok;
 
 /* Parser state. */
@@ -92,6 +96,44 @@ is_keyword_token(int code)
 	}
 }
 
+/*
+ * Length of a token's own text, without the space and comments that follow
+ * it: a quoted identifier up to its closing quote, a word while it has word
+ * characters, anything else up to the first space or comment.
+ */
+static int
+token_length(const char *t, int max)
+{
+	int			n = 0;
+
+	if (max <= 0)
+		return 0;
+	if (t[0] == '"')
+	{
+		for (n = 1; n < max; n++)
+			if (t[n] == '"')
+			{
+				if (n + 1 < max && t[n + 1] == '"')
+					n++;
+				else
+					return n + 1;
+			}
+		return max;
+	}
+	if (isalpha((unsigned char) t[0]) || t[0] == '_' || IS_HIGHBIT_SET(t[0]))
+	{
+		while (n < max && (isalnum((unsigned char) t[n]) || t[n] == '_' || t[n] == '$' ||
+						   IS_HIGHBIT_SET(t[n])))
+			n++;
+		return n;
+	}
+	while (n < max && !isspace((unsigned char) t[n]) &&
+		   !(t[n] == '-' && n + 1 < max && t[n + 1] == '-') &&
+		   !(t[n] == '/' && n + 1 < max && t[n + 1] == '*'))
+		n++;
+	return n > 0 ? n : 1;
+}
+
 /* Tokenize the block with the core scanner. */
 static void
 tokenize(Parser *p)
@@ -130,7 +172,19 @@ tokenize(Parser *p)
 	}
 	scanner_finish(scanner);
 	for (i = 0; i < p->ntoks; i++)
-		p->toks[i].end = i + 1 < p->ntoks ? p->toks[i + 1].start : (int) strlen(p->text);
+	{
+		Tok		   *t = &p->toks[i];
+
+		t->end = i + 1 < p->ntoks ? p->toks[i + 1].start : (int) strlen(p->text);
+		t->len = token_length(p->text + t->start, t->end - t->start);
+		t->reserved = false;
+		if (t->word != NULL && t->code != IDENT)
+		{
+			int			kwnum = ScanKeywordLookup(t->word, &ScanKeywords);
+
+			t->reserved = kwnum >= 0 && ScanKeywordCategories[kwnum] == RESERVED_KEYWORD;
+		}
+	}
 }
 
 /* Source text of the current token, for messages. */
@@ -138,13 +192,37 @@ static char *
 tok_text(Parser *p, int i)
 {
 	Tok		   *t = &p->toks[i];
-	int			len = t->end - t->start;
 
 	if (t->code == 0)
 		return NULL;
-	while (len > 0 && isspace((unsigned char) p->text[t->start + len - 1]))
-		len--;
-	return pnstrdup(p->text + t->start, len);
+	return pnstrdup(p->text + t->start, t->len);
+}
+
+/*
+ * The tokens [from, to) written again without the space and comments
+ * between them (a space between two words): names and sources.
+ */
+static char *
+tokens_text(Parser *p, int from, int to)
+{
+	StringInfoData buf;
+	int			i;
+
+	initStringInfo(&buf);
+	for (i = from; i < to; i++)
+	{
+		if (i > from && p->toks[i].word != NULL && p->toks[i - 1].word != NULL)
+			appendStringInfoChar(&buf, ' ');
+		appendBinaryStringInfo(&buf, p->text + p->toks[i].start, p->toks[i].len);
+	}
+	return buf.data;
+}
+
+/* Can the token at i be (part of) a name? */
+static bool
+is_name_token(Parser *p, int i)
+{
+	return p->toks[i].code == IDENT || (p->toks[i].word != NULL && !p->toks[i].reserved);
 }
 
 /* Report a syntax error at token i: "expected ...". */
@@ -212,17 +290,17 @@ parse_name(Parser *p, const char *what)
 {
 	int			from = p->pos;
 
-	if (p->toks[p->pos].code != IDENT && p->toks[p->pos].word == NULL)
+	if (!is_name_token(p, p->pos))
 		syntax_error(p, p->pos, what);
 	p->pos++;
 	while (is_char(p, p->pos, '.'))
 	{
 		p->pos++;
-		if (p->toks[p->pos].code != IDENT && p->toks[p->pos].word == NULL)
+		if (!is_name_token(p, p->pos))
 			syntax_error(p, p->pos, what);
 		p->pos++;
 	}
-	return span_text(p, from, p->pos);
+	return tokens_text(p, from, p->pos);
 }
 
 /* ( col [, ...] ): a list of column names as source text. */
@@ -234,7 +312,7 @@ parse_column_list(Parser *p)
 	expect_char(p, '(', "\"(\" and a list of column names");
 	for (;;)
 	{
-		if (p->toks[p->pos].code != IDENT && p->toks[p->pos].word == NULL)
+		if (!is_name_token(p, p->pos))
 			syntax_error(p, p->pos, "a column name");
 		cols = lappend(cols, tok_text(p, p->pos));
 		p->pos++;
@@ -275,6 +353,48 @@ clause_at(Parser *p, int i)
 	if (is_word(p, i, "track") && is_word(p, i + 1, "history"))
 		return CL_TRACK;
 	return CL_NONE;
+}
+
+/*
+ * Check an expression's syntax with PostgreSQL's parser now, so that a
+ * syntax error anywhere in the block wins over what statements would do.
+ * (Names and types are checked by create_flow against the source.)
+ */
+static void
+check_expression_syntax(Parser *p, int from, const char *expr, const char *after)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	char	   *sql = psprintf("SELECT (\n%s\n)", expr);
+
+	PG_TRY();
+	{
+		List	   *raw = raw_parser(sql, RAW_PARSE_DEFAULT);
+
+		if (list_length(raw) != 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_SYNTAX_ERROR),
+					 errmsg("the expression after %s is not a single expression", after)));
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+		int			pos;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		/* map the position in "SELECT (\n<expr>" back into the block */
+		pos = pg_mbstrlen_with_len(p->text, p->toks[from].start) + 1;
+		if (edata->cursorpos > 9)
+			pos += edata->cursorpos - 10;
+		ereport(ERROR,
+				(errcode(ERRCODE_SYNTAX_ERROR),
+				 errmsg("%s", edata->message),
+				 errdetail("Expected an expression after %s.", after),
+				 internalerrposition(pos),
+				 internalerrquery(p->text)));
+	}
+	PG_END_TRY();
 }
 
 /*
@@ -332,6 +452,7 @@ parse_expression(Parser *p, const char *after)
 			e--;
 		appendBinaryStringInfo(&buf, p->text + last, e - last);
 	}
+	check_expression_syntax(p, from, buf.data, after);
 	return buf.data;
 }
 
@@ -424,8 +545,9 @@ parse_flow_clauses(Parser *p, AutocdcStmt *s)
 				{
 					expect_word(p, "scd", "SCD TYPE 1, SCD TYPE 2 or BITEMPORAL");
 					expect_word(p, "type", "TYPE");
-					if (p->toks[p->pos].code != ICONST)
-						syntax_error(p, p->pos, "1 or 2");
+					if (p->toks[p->pos].code != ICONST ||
+						(strcmp(tok_text(p, p->pos), "1") != 0 && strcmp(tok_text(p, p->pos), "2") != 0))
+						syntax_error(p, p->pos, "1 or 2 after SCD TYPE");
 					s->scd_type = tok_text(p, p->pos);
 					p->pos++;
 				}
@@ -479,19 +601,23 @@ parse_flow_body(Parser *p, AutocdcStmt *s)
 	}
 	/* stream(x) | x | changes(x) | stream(changes(x)) | STREAM x */
 	from = p->pos;
-	while (p->toks[p->pos].code != 0 && !(depth == 0 && is_word(p, p->pos, "keys")))
+	if (is_word(p, p->pos, "stream") && is_char(p, p->pos + 1, '('))
 	{
-		if (is_char(p, p->pos, '('))
-			depth++;
-		else if (is_char(p, p->pos, ')'))
-			depth--;
-		else if (depth == 0 && is_char(p, p->pos, ';'))
-			break;
-		p->pos++;
+		p->pos += 2;
+		depth++;
 	}
-	if (p->pos == from)
-		syntax_error(p, p->pos, "the source after FROM");
-	s->source = span_text(p, from, p->pos);
+	else if (is_word(p, p->pos, "stream") && is_name_token(p, p->pos + 1) &&
+			 !is_word(p, p->pos + 1, "keys"))
+		p->pos++;
+	if (is_word(p, p->pos, "changes") && is_char(p, p->pos + 1, '('))
+	{
+		p->pos += 2;
+		depth++;
+	}
+	(void) parse_name(p, "the source: a table, stream(table) or changes(table)");
+	while (depth-- > 0)
+		expect_char(p, ')', "\")\"");
+	s->source = tokens_text(p, from, p->pos);
 	if (pg_strncasecmp(s->source, "stream ", 7) == 0)
 		s->source = psprintf("stream(%s)", s->source + 7);
 	parse_flow_clauses(p, s);

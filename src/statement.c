@@ -178,7 +178,7 @@ run_streaming_table(AutocdcStmt *s)
 
 	if (s->column_defs)
 	{
-		char	   *sql = psprintf("CREATE TABLE %s (%s)", s->target, s->column_defs);
+		char	   *sql = psprintf("CREATE TABLE %s (%s\n)", s->target, s->column_defs);
 		List	   *raw = raw_parser(sql, RAW_PARSE_DEFAULT);
 		CreateStmt *cs;
 
@@ -209,8 +209,11 @@ run_streaming_table(AutocdcStmt *s)
 	{
 		ColumnDef  *cd = lfirst(lc);
 		AttrNumber	attnum;
-		Oid			typid;
-		int32		typmod;
+		Oid			typid,
+					atttypid,
+					attcoll;
+		int32		typmod,
+					atttypmod;
 
 		if (!IsA(cd, ColumnDef))
 			continue;
@@ -221,12 +224,13 @@ run_streaming_table(AutocdcStmt *s)
 					 errmsg("streaming table %s exists without column \"%s\"", s->target, cd->colname),
 					 errhint("CREATE STREAMING TABLE never changes an existing table; alter it or drop it first.")));
 		typenameTypeIdAndMod(NULL, cd->typeName, &typid, &typmod);
-		if (get_atttype(relid, attnum) != typid)
+		get_atttypetypmodcoll(relid, attnum, &atttypid, &atttypmod, &attcoll);
+		if (atttypid != typid || atttypmod != typmod)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
 					 errmsg("column \"%s\" of streaming table %s has type %s, not %s",
-							cd->colname, s->target, format_type_be(get_atttype(relid, attnum)),
-							format_type_be(typid)),
+							cd->colname, s->target, format_type_with_typemod(atttypid, atttypmod),
+							format_type_with_typemod(typid, typmod)),
 					 errhint("CREATE STREAMING TABLE never changes an existing table; alter it or drop it first.")));
 	}
 }
