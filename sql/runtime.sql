@@ -247,6 +247,19 @@ SELECT autocdc.drop_flow('r_sh_b', true);
 SELECT to_regclass('r_sh') IS NULL AS target_dropped,
 	   to_regclass('autocdc_state.target_' || :sh_target_id) IS NULL AS state_dropped;
 
+-- a partitioned feed: inserts into any partition are events of the feed
+CREATE TABLE r_pfeed (k int, v text, seq int) PARTITION BY RANGE (seq);
+CREATE TABLE r_pfeed_1 PARTITION OF r_pfeed FOR VALUES FROM (0) TO (100);
+CREATE TABLE r_pfeed_2 PARTITION OF r_pfeed FOR VALUES FROM (100) TO (1000);
+INSERT INTO r_pfeed VALUES (1, 'a', 1), (2, 'b', 150);
+SELECT autocdc.create_flow('r_part', 'r_pfeed', '{k}', 'seq', continuous => false);
+SELECT * FROM autocdc.run_flow('r_part');
+INSERT INTO r_pfeed VALUES (1, 'a2', 200), (3, 'c', 5), (2, 'b-late', 120);
+SELECT * FROM autocdc.run_flow('r_part');
+SELECT * FROM r_part ORDER BY k;
+SELECT autocdc.drop_flow('r_part', true);
+DROP TABLE r_pfeed;
+
 -- each role sees the flows (and runs) it may act for; errors can quote source values
 CREATE ROLE regress_r_other;
 SET ROLE regress_r_other;
