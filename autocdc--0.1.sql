@@ -131,10 +131,6 @@ CREATE FUNCTION autocdc._keys() RETURNS SETOF record
 	LANGUAGE C SUPPORT autocdc._batch_support
 	AS 'MODULE_PATHNAME', 'autocdc_keys';
 
-CREATE FUNCTION autocdc._analyze_expr(source regclass, expr text,
-	OUT normalized text, OUT typ regtype, OUT field_names name[], OUT field_types regtype[])
-	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'autocdc_analyze_expr';
-
 CREATE FUNCTION autocdc._pending_errors(OUT flow text, OUT error text, OUT at timestamptz)
 	RETURNS SETOF record
 	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'autocdc_pending_errors';

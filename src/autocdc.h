@@ -102,7 +102,6 @@ extern XLogRecPtr source_capture(FlowDef *flow, Tuplestorestate *batch,
 								 TupleDesc batchdesc, RunMetrics *m);
 extern void source_snapshot_read(FlowDef *flow, Tuplestorestate *batch,
 								 TupleDesc batchdesc, XLogRecPtr pos);
-extern void source_advance_slot(void);
 
 /* batch.c */
 extern void batch_set(int which, Tuplestorestate *ts, TupleDesc desc, Oid rowtype,

@@ -48,7 +48,6 @@
 
 PG_FUNCTION_INFO_V1(autocdc_create_flow);
 PG_FUNCTION_INFO_V1(autocdc_create_snapshot_flow);
-PG_FUNCTION_INFO_V1(autocdc_analyze_expr);
 PG_FUNCTION_INFO_V1(autocdc_drop_flow);
 PG_FUNCTION_INFO_V1(autocdc_skip_events);
 PG_FUNCTION_INFO_V1(autocdc_pause_flow);
@@ -385,37 +384,6 @@ analyze_expression(Oid source, const char *expr, const char *what)
 	info->normalized = deparse_expression(node, dpctx, false, false);
 	AtEOXact_GUC(true, level);
 	return info;
-}
-
-/* autocdc._analyze_expr(source, expr): the analysis, for tests and tools. */
-Datum
-autocdc_analyze_expr(PG_FUNCTION_ARGS)
-{
-	Oid			source = PG_GETARG_OID(0);
-	char	   *expr = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	ExprInfo   *info = analyze_expression(source, expr, "sequence");
-	TupleDesc	desc;
-	Datum		values[4];
-	bool		nulls[4] = {false, false, true, true};
-
-	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	values[0] = CStringGetTextDatum(info->normalized);
-	values[1] = ObjectIdGetDatum(info->typid);
-	if (info->field_names)
-	{
-		ListCell   *lc;
-		Datum	   *d = palloc(sizeof(Datum) * list_length(info->field_types));
-		int			i = 0;
-
-		values[2] = names_to_array(info->field_names);
-		nulls[2] = false;
-		foreach(lc, info->field_types)
-			d[i++] = ObjectIdGetDatum(lfirst_oid(lc));
-		values[3] = PointerGetDatum(construct_array(d, i, REGTYPEOID, 4, true, TYPALIGN_INT));
-		nulls[3] = false;
-	}
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }
 
 /* Has the type a default btree ordering? */
