@@ -973,7 +973,7 @@ touched_keys_join(ApplyCtx *a)
 					 data_list(a, "e.", true), format_type_be_qualified(a->stype));
 	spi_foreach(sql.data, true, key_row, NULL, &kr);
 	n = kr.n;
-	batch_set(BATCH_KEYS, ts, desc, InvalidOid, n);
+	batch_set(BATCH_KEYS, ts, desc, InvalidOid, n, 2);	/* target and state joins */
 	return psprintf(" JOIN autocdc._keys() AS k(%s) ON %s", coldefs.data, cond.data);
 }
 
@@ -1069,12 +1069,12 @@ insert_rows(Oid relid, Oid rowtype, Tuplestorestate *ts, TupleDesc desc, int64 n
 
 	if (n == 0)
 		return;
-	batch_set(BATCH_ROWS, ts, desc, rowtype, n);
+	batch_set(BATCH_ROWS, ts, desc, rowtype, n, 1);	/* the INSERT frees it */
 	sql = psprintf("INSERT INTO %s SELECT * FROM autocdc._rows(NULL::%s)",
 				   qualified(relid), format_type_be_qualified(rowtype));
 	if (SPI_execute(sql, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not insert rows into %s", qualified(relid));
-	batch_set(BATCH_ROWS, NULL, NULL, InvalidOid, 0);
+	batch_set(BATCH_ROWS, NULL, NULL, InvalidOid, 0, 0);
 }
 
 /*
@@ -1115,7 +1115,9 @@ apply_batch(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all)
 		tuplestore_end(events);
 		return;
 	}
-	batch_set(BATCH_EVENTS, events, a.sdesc, a.stype, nevents);
+	/* read by the touched-keys query (unless every key is touched) and the fold's */
+	batch_set(BATCH_EVENTS, events, a.sdesc, a.stype, nevents,
+			  truncs != NIL || touch_all ? 1 : 2);
 
 	/* truncates of the whole target, sorted */
 	{
@@ -1242,10 +1244,8 @@ apply_batch(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all)
 		if (SPI_execute_with_args(q, 1, &argtype, &arg, NULL, false, 0) != SPI_OK_DELETE)
 			elog(ERROR, "could not forget old tombstones");
 	}
-	batch_set(BATCH_EVENTS, NULL, NULL, InvalidOid, 0);
-	batch_set(BATCH_KEYS, NULL, NULL, InvalidOid, 0);
-	tuplestore_end(events);
-	tuplestore_end(a.tins);
-	tuplestore_end(a.sins);
+	/* the tuplestores were handed to the queries that read them last */
+	batch_set(BATCH_EVENTS, NULL, NULL, InvalidOid, 0, 0);
+	batch_set(BATCH_KEYS, NULL, NULL, InvalidOid, 0, 0);
 	MemoryContextDelete(a.groupcxt);
 }

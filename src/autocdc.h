@@ -105,7 +105,7 @@ extern void source_snapshot_read(FlowDef *flow, Tuplestorestate *batch,
 
 /* batch.c */
 extern void batch_set(int which, Tuplestorestate *ts, TupleDesc desc, Oid rowtype,
-					  int64 nrows);
+					  int64 nrows, int uses);
 extern void batch_clear(void);
 
 #define BATCH_SOURCE 0

@@ -41,18 +41,27 @@ typedef struct BatchSlot
 	TupleDesc	desc;
 	Oid			rowtype;		/* type the caller must ask for */
 	int64		nrows;
+	int			uses;			/* calls left; the last one takes the store */
 } BatchSlot;
 
 static BatchSlot slots[BATCH_COUNT];
 
-/* Make a tuplestore available to SQL (the caller keeps ownership). */
+/*
+ * Make a tuplestore available to SQL for the given number of calls: each
+ * call but the last gets a copy; the last one hands the store itself to the
+ * executor, which frees it (the caller must not use it afterwards).  Copies
+ * of batches of hundreds of thousands of rows are what a run would
+ * otherwise spend much of its time on.
+ */
 void
-batch_set(int which, Tuplestorestate *ts, TupleDesc desc, Oid rowtype, int64 nrows)
+batch_set(int which, Tuplestorestate *ts, TupleDesc desc, Oid rowtype, int64 nrows,
+		  int uses)
 {
 	slots[which].ts = ts;
 	slots[which].desc = desc;
 	slots[which].rowtype = rowtype;
 	slots[which].nrows = nrows;
+	slots[which].uses = uses;
 }
 
 /* Forget every tuplestore (end of run, or error). */
@@ -76,6 +85,20 @@ batch_return(FunctionCallInfo fcinfo, int which, const char *fname)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("%s() can only be called by autocdc while it applies a flow", fname)));
+	if (--b->uses <= 0)
+	{
+		/* the last call: hand the store over */
+		if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) ||
+			!(rsinfo->allowedModes & SFRM_Materialize) || rsinfo->expectedDesc == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("%s() must be called in FROM", fname)));
+		rsinfo->returnMode = SFRM_Materialize;
+		rsinfo->setResult = b->ts;
+		rsinfo->setDesc = CreateTupleDescCopy(rsinfo->expectedDesc);
+		memset(b, 0, sizeof(BatchSlot));
+		return (Datum) 0;
+	}
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	slot = MakeSingleTupleTableSlot(b->desc, &TTSOpsMinimalTuple);
 	ptr = tuplestore_alloc_read_pointer(b->ts, 0);

@@ -107,6 +107,7 @@ run_one(FlowDef *flow, RunMetrics *m, bool refresh, bool touch_all)
 	Tuplestorestate *batch;
 	TimestampTz started = GetCurrentTimestamp();
 	TimestampTz captured;
+	int64		nrows;
 	Oid			saved_uid;
 	int			saved_sec;
 	bool		have_batch = true;
@@ -138,17 +139,16 @@ run_one(FlowDef *flow, RunMetrics *m, bool refresh, bool touch_all)
 		(void) source_capture(flow, batch, bdesc, m);
 
 	captured = GetCurrentTimestamp();
-	batch_set(BATCH_SOURCE, batch, bdesc, get_rel_type_id(flow->source),
-			  tuplestore_tuple_count(batch));
+	nrows = tuplestore_tuple_count(batch);
+	/* classify reads the batch once, and frees it */
+	batch_set(BATCH_SOURCE, batch, bdesc, get_rel_type_id(flow->source), nrows, 1);
 	become_owner(flow->owner, &saved_uid, &saved_sec);
-	apply_batch(flow, m, have_batch && tuplestore_tuple_count(batch) > 0, touch_all);
+	apply_batch(flow, m, have_batch && nrows > 0, touch_all);
 	restore_user(saved_uid, saved_sec);
 	elog(DEBUG1, "autocdc: flow \"%s\": captured " INT64_FORMAT " rows in %ld ms, applied in %ld ms",
-		 flow->name, (int64) tuplestore_tuple_count(batch),
-		 (long) ((captured - started) / 1000),
+		 flow->name, nrows, (long) ((captured - started) / 1000),
 		 (long) ((GetCurrentTimestamp() - captured) / 1000));
 	batch_clear();
-	tuplestore_end(batch);
 	catalog_save_progress(flow, m, started);
 }
 
