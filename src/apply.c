@@ -40,6 +40,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
+#include "utils/hsearch.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -127,7 +128,16 @@ typedef struct ApplyCtx
 	RunMetrics *m;
 	MemoryContext groupcxt;
 	MemoryContext cxt;			/* lives for the whole apply */
+	/* distinct keys of the new events, gathered while classifying */
+	HTAB	   *keyhash;		/* NULL: a key type cannot be hashed */
+	FmgrInfo   *keyhashfn;		/* per key column */
+	Tuplestorestate *keyts;
+	TupleDesc	keydesc;
+	int64		nkeys_distinct;
 } ApplyCtx;
+
+/* The apply whose keys the hash callbacks below compare (one at a time). */
+static ApplyCtx *hashing_ctx = NULL;
 
 static void put_state_row(ApplyCtx *a, Tuplestorestate *ts, Datum *dvals, bool *dnulls,
 						  Datum seq, XLogRecPtr lsn, int64 ord, char kind);
@@ -394,6 +404,116 @@ qualified(Oid relid)
 									  get_rel_name(relid));
 }
 
+/* dynahash callback: hash of a key (an array of key-column Datums). */
+static uint32
+key_hash(const void *key, Size keysize)
+{
+	ApplyCtx   *a = hashing_ctx;
+	Datum	   *vals = *(Datum *const *) key;
+	uint32		h = 0;
+	int			k;
+
+	for (k = 0; k < a->nkeys; k++)
+	{
+		int			i = a->keyidx[k];
+
+		h = (h << 1) | (h >> 31);
+		h ^= DatumGetUInt32(FunctionCall1Coll(&a->keyhashfn[k], a->dcolls[i], vals[k]));
+	}
+	return h;
+}
+
+/* dynahash callback: 0 if two keys are equal. */
+static int
+key_match(const void *key1, const void *key2, Size keysize)
+{
+	ApplyCtx   *a = hashing_ctx;
+	Datum	   *v1 = *(Datum *const *) key1;
+	Datum	   *v2 = *(Datum *const *) key2;
+	int			k;
+
+	for (k = 0; k < a->nkeys; k++)
+		if (!column_equal(a, a->keyidx[k], v1[k], false, v2[k], false))
+			return 1;
+	return 0;
+}
+
+/*
+ * Prepare to gather the distinct keys of the new events while classifying
+ * them, when every key type can be hashed (else touched_keys_join asks SQL).
+ */
+static void
+keys_setup(ApplyCtx *a)
+{
+	HASHCTL		ctl;
+	int			k;
+
+	a->keyhashfn = palloc0(sizeof(FmgrInfo) * a->nkeys);
+	for (k = 0; k < a->nkeys; k++)
+	{
+		TypeCacheEntry *tc = lookup_type_cache(a->dtypes[a->keyidx[k]],
+											   TYPECACHE_HASH_PROC_FINFO);
+
+		if (!OidIsValid(tc->hash_proc_finfo.fn_oid))
+			return;
+		fmgr_info_copy(&a->keyhashfn[k], &tc->hash_proc_finfo, a->cxt);
+	}
+	a->keydesc = CreateTemplateTupleDesc(a->nkeys);
+	for (k = 0; k < a->nkeys; k++)
+	{
+		int			i = a->keyidx[k];
+		Form_pg_attribute att = TupleDescAttr(a->sdesc, a->dattno[i]);
+
+		TupleDescInitEntry(a->keydesc, k + 1, a->dnames[i], att->atttypid, att->atttypmod, 0);
+		TupleDescInitEntryCollation(a->keydesc, k + 1, att->attcollation);
+	}
+	a->keydesc = BlessTupleDesc(a->keydesc);
+	a->keyts = tuplestore_begin_heap(false, false, work_mem);
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = sizeof(Datum *);
+	ctl.entrysize = sizeof(Datum *);
+	ctl.hash = key_hash;
+	ctl.match = key_match;
+	ctl.hcxt = a->cxt;
+	a->keyhash = hash_create("autocdc keys", 1024, &ctl,
+							 HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_CONTEXT);
+	hashing_ctx = a;
+}
+
+/* Note the key of a (non-truncate) event; store it the first time. */
+static void
+keys_add(ApplyCtx *a, Datum *values, bool *nulls)
+{
+	Datum		probe[INDEX_MAX_KEYS];
+	Datum	   *probep = probe;
+	Datum	  **entry;
+	bool		found;
+	int			k;
+
+	for (k = 0; k < a->nkeys; k++)
+		probe[k] = values[a->keyidx[k]];
+	hashing_ctx = a;
+	entry = hash_search(a->keyhash, &probep, HASH_ENTER, &found);
+	if (!found)
+	{
+		MemoryContext old = MemoryContextSwitchTo(a->cxt);
+		Datum	   *copy = palloc(sizeof(Datum) * a->nkeys);
+		bool		knulls[INDEX_MAX_KEYS];
+
+		for (k = 0; k < a->nkeys; k++)
+		{
+			Form_pg_attribute att = TupleDescAttr(a->sdesc, a->dattno[a->keyidx[k]]);
+
+			copy[k] = datumCopy(probe[k], att->attbyval, att->attlen);
+			knulls[k] = false;
+		}
+		*entry = copy;
+		tuplestore_putvalues(a->keyts, a->keydesc, copy, knulls);
+		a->nkeys_distinct++;
+		MemoryContextSwitchTo(old);
+	}
+}
+
 /* State of the classification of one batch. */
 typedef struct ClassifyScan
 {
@@ -455,6 +575,8 @@ classify_row(HeapTuple tup, TupleDesc desc, void *arg)
 								   LSN_FORMAT_ARGS(lsn)),
 						 errhint("Pass it with SELECT autocdc.skip_events(%s, '%X/%X').",
 								 quote_literal_cstr(f->name), LSN_FORMAT_ARGS(lsn))));
+	if (kind != 't' && a->keyhash != NULL)
+		keys_add(a, values, nulls);
 	put_state_row(a, cs->events, values, nulls, values[a->ndata], lsn,
 				  DatumGetInt64(values[a->ndata + 2]), kind);
 }
@@ -960,6 +1082,12 @@ touched_keys_join(ApplyCtx *a)
 						 quote_identifier(a->dnames[i]));
 	}
 	desc = BlessTupleDesc(desc);
+	if (a->keyhash != NULL)
+	{
+		/* gathered while classifying */
+		batch_set(BATCH_KEYS, a->keyts, a->keydesc, InvalidOid, a->nkeys_distinct, 2);
+		return psprintf(" JOIN autocdc._keys() AS k(%s) ON %s", coldefs.data, cond.data);
+	}
 	old = MemoryContextSwitchTo(a->cxt);
 	ts = tuplestore_begin_heap(false, false, work_mem);
 	MemoryContextSwitchTo(old);
@@ -1107,6 +1235,7 @@ apply_batch(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all)
 	/* classify and validate */
 	events = tuplestore_begin_heap(false, false, work_mem);
 	t0 = GetCurrentTimestamp();
+	keys_setup(&a);
 	nevents = have_batch ? classify(&a, events, &truncs) : 0;
 	t1 = GetCurrentTimestamp();
 	m->num_events += nevents;
@@ -1117,7 +1246,7 @@ apply_batch(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all)
 	}
 	/* read by the touched-keys query (unless every key is touched) and the fold's */
 	batch_set(BATCH_EVENTS, events, a.sdesc, a.stype, nevents,
-			  truncs != NIL || touch_all ? 1 : 2);
+			  truncs != NIL || touch_all || a.keyhash != NULL ? 1 : 2);
 
 	/* truncates of the whole target, sorted */
 	{
