@@ -247,6 +247,18 @@ SELECT autocdc.drop_flow('r_sh_b', true);
 SELECT to_regclass('r_sh') IS NULL AS target_dropped,
 	   to_regclass('autocdc_state.target_' || :sh_target_id) IS NULL AS state_dropped;
 
+-- a key type without a hash function (bit varying): touched keys are found by SQL
+CREATE TABLE r_bfeed (k varbit, v text, seq int);
+SELECT autocdc.create_flow('r_bits', 'r_bfeed', '{k}', 'seq', continuous => false);
+SELECT * FROM autocdc.run_flow('r_bits');
+INSERT INTO r_bfeed VALUES (B'101', 'a', 1), (B'101', 'b', 2), (B'11', 'c', 1);
+SELECT * FROM autocdc.run_flow('r_bits');
+INSERT INTO r_bfeed VALUES (B'101', 'late', 0), (B'11', 'd', 3);
+SELECT * FROM autocdc.run_flow('r_bits');
+SELECT * FROM r_bits ORDER BY k;
+SELECT autocdc.drop_flow('r_bits', true);
+DROP TABLE r_bfeed;
+
 -- a partitioned feed: inserts into any partition are events of the feed
 CREATE TABLE r_pfeed (k int, v text, seq int) PARTITION BY RANGE (seq);
 CREATE TABLE r_pfeed_1 PARTITION OF r_pfeed FOR VALUES FROM (0) TO (100);
