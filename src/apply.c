@@ -134,13 +134,29 @@ typedef struct ApplyCtx
 	Tuplestorestate *keyts;
 	TupleDesc	keydesc;
 	int64		nkeys_distinct;
+	bool		last_only;		/* keep only each key's last event (SCD 1) */
 } ApplyCtx;
 
 /* The apply whose keys the hash callbacks below compare (one at a time). */
 static ApplyCtx *hashing_ctx = NULL;
 
+/*
+ * An entry of the touched-keys hash.  For SCD 1 without ignore_null_updates
+ * only the last event of a key in the batch can matter (its sequence and
+ * arrival decide, ties go to the later arrival), so the entry keeps it and
+ * the others never reach the fold.
+ */
+typedef struct KeyEntry
+{
+	Datum	   *keyvals;		/* the hash key: must be first */
+	HeapTuple	winner;			/* SCD 1: the key's last event so far */
+	Datum		seq;
+} KeyEntry;
+
 static void put_state_row(ApplyCtx *a, Tuplestorestate *ts, Datum *dvals, bool *dnulls,
 						  Datum seq, XLogRecPtr lsn, int64 ord, char kind);
+static HeapTuple form_state_tuple(ApplyCtx *a, Datum *dvals, bool *dnulls,
+								  Datum seq, XLogRecPtr lsn, int64 ord, char kind);
 
 /* Append a tid to a growable array. */
 static void
@@ -471,22 +487,23 @@ keys_setup(ApplyCtx *a)
 	a->keyts = tuplestore_begin_heap(false, false, work_mem);
 	memset(&ctl, 0, sizeof(ctl));
 	ctl.keysize = sizeof(Datum *);
-	ctl.entrysize = sizeof(Datum *);
+	ctl.entrysize = sizeof(KeyEntry);
 	ctl.hash = key_hash;
 	ctl.match = key_match;
 	ctl.hcxt = a->cxt;
 	a->keyhash = hash_create("autocdc keys", 1024, &ctl,
 							 HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_CONTEXT);
 	hashing_ctx = a;
+	a->last_only = (a->flow->scd == '1' && !a->flow->ignore_nulls);
 }
 
 /* Note the key of a (non-truncate) event; store it the first time. */
-static void
+static KeyEntry *
 keys_add(ApplyCtx *a, Datum *values, bool *nulls)
 {
 	Datum		probe[INDEX_MAX_KEYS];
 	Datum	   *probep = probe;
-	Datum	  **entry;
+	KeyEntry   *entry;
 	bool		found;
 	int			k;
 
@@ -507,11 +524,13 @@ keys_add(ApplyCtx *a, Datum *values, bool *nulls)
 			copy[k] = datumCopy(probe[k], att->attbyval, att->attlen);
 			knulls[k] = false;
 		}
-		*entry = copy;
+		entry->keyvals = copy;
+		entry->winner = NULL;
 		tuplestore_putvalues(a->keyts, a->keydesc, copy, knulls);
 		a->nkeys_distinct++;
 		MemoryContextSwitchTo(old);
 	}
+	return entry;
 }
 
 /* State of the classification of one batch. */
@@ -537,6 +556,7 @@ classify_row(HeapTuple tup, TupleDesc desc, void *arg)
 	char		kind;
 	XLogRecPtr	lsn;
 	int			i;
+	bool		isnull;
 
 	heap_deform_tuple(tup, desc, values, nulls);
 	kind = DatumGetChar(values[a->ndata + 3]);
@@ -576,7 +596,26 @@ classify_row(HeapTuple tup, TupleDesc desc, void *arg)
 						 errhint("Pass it with SELECT autocdc.skip_events(%s, '%X/%X').",
 								 quote_literal_cstr(f->name), LSN_FORMAT_ARGS(lsn))));
 	if (kind != 't' && a->keyhash != NULL)
-		keys_add(a, values, nulls);
+	{
+		KeyEntry   *entry = keys_add(a, values, nulls);
+
+		/* rows come in arrival order: a later row with an equal sequence wins */
+		if (a->last_only)
+		{
+			if (entry->winner == NULL || seq_compare(a, values[a->ndata], entry->seq) >= 0)
+			{
+				MemoryContext old = MemoryContextSwitchTo(a->cxt);
+
+				if (entry->winner)
+					heap_freetuple(entry->winner);
+				entry->winner = form_state_tuple(a, values, nulls, values[a->ndata], lsn,
+												 DatumGetInt64(values[a->ndata + 2]), kind);
+				entry->seq = heap_getattr(entry->winner, a->bk[0] + 1, a->sdesc, &isnull);
+				MemoryContextSwitchTo(old);
+			}
+			return;
+		}
+	}
 	put_state_row(a, cs->events, values, nulls, values[a->ndata], lsn,
 				  DatumGetInt64(values[a->ndata + 2]), kind);
 }
@@ -618,6 +657,17 @@ classify(ApplyCtx *a, Tuplestorestate *events, List **truncs)
 					 f->deletes ? f->deletes : "false",
 					 format_type_be_qualified(get_rel_type_id(f->source)));
 	spi_foreach(sql.data, false, classify_row, NULL, &cs);
+	if (a->last_only && a->keyhash != NULL)
+	{
+		HASH_SEQ_STATUS status;
+		KeyEntry   *entry;
+
+		hashing_ctx = a;
+		hash_seq_init(&status, a->keyhash);
+		while ((entry = hash_seq_search(&status)) != NULL)
+			if (entry->winner)
+				tuplestore_puttuple(events, entry->winner);
+	}
 	*truncs = cs.truncs;
 	return cs.n;
 }
@@ -648,13 +698,14 @@ load_state_truncates(ApplyCtx *a, List **truncs)
 	}
 }
 
-/* Form a state row (data values in data order) into a tuplestore. */
-static void
-put_state_row(ApplyCtx *a, Tuplestorestate *ts, Datum *dvals, bool *dnulls,
-			  Datum seq, XLogRecPtr lsn, int64 ord, char kind)
+/* Form a state row from data values (in data order) and bookkeeping. */
+static HeapTuple
+form_state_tuple(ApplyCtx *a, Datum *dvals, bool *dnulls,
+				 Datum seq, XLogRecPtr lsn, int64 ord, char kind)
 {
 	Datum	   *values = palloc(sizeof(Datum) * a->sdesc->natts);
 	bool	   *nulls = palloc(sizeof(bool) * a->sdesc->natts);
+	HeapTuple	tup;
 	int			i;
 
 	for (i = 0; i < a->sdesc->natts; i++)
@@ -674,9 +725,21 @@ put_state_row(ApplyCtx *a, Tuplestorestate *ts, Datum *dvals, bool *dnulls,
 	values[a->bk[4]] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
 	for (i = 0; i < 5; i++)
 		nulls[a->bk[i]] = false;
-	tuplestore_putvalues(ts, a->sdesc, values, nulls);
+	tup = heap_form_tuple(a->sdesc, values, nulls);
 	pfree(values);
 	pfree(nulls);
+	return tup;
+}
+
+/* Form a state row (data values in data order) into a tuplestore. */
+static void
+put_state_row(ApplyCtx *a, Tuplestorestate *ts, Datum *dvals, bool *dnulls,
+			  Datum seq, XLogRecPtr lsn, int64 ord, char kind)
+{
+	HeapTuple	tup = form_state_tuple(a, dvals, dnulls, seq, lsn, ord, kind);
+
+	tuplestore_puttuple(ts, tup);
+	heap_freetuple(tup);
 }
 
 /* Store an event row into the hidden state's insert list. */
