@@ -183,29 +183,27 @@ record_failure(const char *name, MemoryContext cxt)
 }
 
 /*
- * The name argument of a run function, checked, and the flow's ownership:
- * errors here are not failures of the flow.
+ * The flow named by a run function's argument, read without a lock, after
+ * the ownership check: errors here are not failures of the flow.
  */
-static char *
-checked_flow_name(FunctionCallInfo fcinfo)
+static FlowDef *
+checked_flow(FunctionCallInfo fcinfo)
 {
-	char	   *name;
+	FlowDef    *flow;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("flow name must not be null")));
-	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	catalog_check_flow_owner(catalog_load_flow(name, false, false));
-	return name;
+	flow = catalog_load_flow(text_to_cstring(PG_GETARG_TEXT_PP(0)), false, false);
+	catalog_check_flow_owner(flow);
+	return flow;
 }
 
 /* Prepare a run: the slot (before anything is written), then the errors. */
 static void
-run_prologue(const char *name)
+run_prologue(FlowDef *peek)
 {
-	FlowDef    *peek = catalog_load_flow(name, false, false);
-
 	if (!peek->once)
 		source_ensure_slot();
 	{
@@ -220,13 +218,10 @@ run_prologue(const char *name)
 
 /* Apply one flow (the body of run_flow). */
 static void
-run_body(const char *name, RunMetrics *m)
+run_body(FlowDef *peek, RunMetrics *m)
 {
-	FlowDef    *flow;
-
-	run_prologue(name);
-	flow = catalog_load_flow(name, true, false);
-	run_one(flow, m, false, false);
+	run_prologue(peek);
+	run_one(catalog_load_flow(peek->name, true, false), m, false, false);
 }
 
 /*
@@ -236,24 +231,22 @@ run_body(const char *name, RunMetrics *m)
  * before and after by row identity, and the others add theirs.
  */
 static void
-refresh_body(const char *name, RunMetrics *m)
+refresh_body(FlowDef *flow, RunMetrics *m)
 {
-	FlowDef    *flow;
 	List	   *flows = NIL;
 	ListCell   *lc;
 	Oid			saved_uid;
 	int			saved_sec;
 	char	   *sql;
 
-	run_prologue(name);
-	flow = catalog_load_flow(name, false, false);
-	source_ensure_slot();
+	run_prologue(flow);
+	source_ensure_slot();		/* other flows into the target may need it */
 	foreach(lc, catalog_target_flows(flow->target_id))
 	{
 		FlowDef    *f = catalog_load_flow(lfirst(lc), true, false);
 
 		catalog_check_flow_owner(f);
-		if (strcmp(f->name, name) == 0)
+		if (strcmp(f->name, flow->name) == 0)
 			flows = lcons(f, flows);
 		else
 			flows = lappend(flows, f);
@@ -289,9 +282,9 @@ refresh_body(const char *name, RunMetrics *m)
  * name and ownership checks, the failure record, and the metrics row.
  */
 static Datum
-run_entry(FunctionCallInfo fcinfo, void (*body) (const char *name, RunMetrics *m))
+run_entry(FunctionCallInfo fcinfo, void (*body) (FlowDef *peek, RunMetrics *m))
 {
-	char	   *name;
+	FlowDef    *peek;
 	RunMetrics	m;
 	MemoryContext cxt = CurrentMemoryContext;
 	int			level;
@@ -300,15 +293,15 @@ run_entry(FunctionCallInfo fcinfo, void (*body) (const char *name, RunMetrics *m
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	level = set_safe_search_path();
-	name = checked_flow_name(fcinfo);
+	peek = checked_flow(fcinfo);
 	PG_TRY();
 	{
-		body(name, &m);
+		body(peek, &m);
 	}
 	PG_CATCH();
 	{
 		batch_clear();
-		record_failure(name, cxt);
+		record_failure(peek->name, cxt);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
