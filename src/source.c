@@ -78,8 +78,8 @@ typedef struct DecodeState
 	FlowDef    *flow;
 	Relation	feed;
 	TupleDesc	feeddesc;
-	Oid		   *typinput;
-	Oid		   *typrecv;
+	FmgrInfo   *typinput;		/* per feed column, looked up once */
+	FmgrInfo   *typrecv;		/* fn_oid 0: no binary receive */
 	Oid		   *typioparam;
 	List	   *rels;			/* DecodedRel */
 	Snapshot	first;			/* first read: keep what this did not show */
@@ -490,13 +490,13 @@ decode_insert(DecodeState *st, StringInfo in)
 		switch (tup.colstatus[j])
 		{
 			case LOGICALREP_COLUMN_TEXT:
-				values[i] = OidInputFunctionCall(st->typinput[i], tup.colvalues[j].data,
-												 st->typioparam[i], att->atttypmod);
+				values[i] = InputFunctionCall(&st->typinput[i], tup.colvalues[j].data,
+											  st->typioparam[i], att->atttypmod);
 				nulls[i] = false;
 				break;
 			case LOGICALREP_COLUMN_BINARY:
-				values[i] = OidReceiveFunctionCall(st->typrecv[i], &tup.colvalues[j],
-												   st->typioparam[i], att->atttypmod);
+				values[i] = ReceiveFunctionCall(&st->typrecv[i], &tup.colvalues[j],
+												st->typioparam[i], att->atttypmod);
 				nulls[i] = false;
 				break;
 			default:
@@ -644,18 +644,23 @@ source_capture(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 									  ALLOCSET_SMALL_SIZES);
 	st.feed = table_open(flow->source, AccessShareLock);
 	st.feeddesc = RelationGetDescr(st.feed);
-	st.typinput = palloc0(sizeof(Oid) * st.feeddesc->natts);
-	st.typrecv = palloc0(sizeof(Oid) * st.feeddesc->natts);
+	st.typinput = palloc0(sizeof(FmgrInfo) * st.feeddesc->natts);
+	st.typrecv = palloc0(sizeof(FmgrInfo) * st.feeddesc->natts);
 	st.typioparam = palloc0(sizeof(Oid) * st.feeddesc->natts);
 	for (i = 0; i < st.feeddesc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(st.feeddesc, i);
+		Oid			func;
 
 		if (att->attisdropped)
 			continue;
-		getTypeInputInfo(att->atttypid, &st.typinput[i], &st.typioparam[i]);
+		getTypeInputInfo(att->atttypid, &func, &st.typioparam[i]);
+		fmgr_info(func, &st.typinput[i]);
 		if (OidIsValid(get_typ_receive(att->atttypid)))
-			getTypeBinaryInputInfo(att->atttypid, &st.typrecv[i], &st.typioparam[i]);
+		{
+			getTypeBinaryInputInfo(att->atttypid, &func, &st.typioparam[i]);
+			fmgr_info(func, &st.typrecv[i]);
+		}
 	}
 
 	compat_ReplicationSlotAcquire(slot, false);
