@@ -1429,8 +1429,8 @@ apply_batch(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all)
 		Datum		arg = CStringGetTextDatum(flow->retention);
 		Oid			argtype = TEXTOID;
 		char	   *q = psprintf("DELETE FROM %s WHERE __autocdc_kind OPERATOR(pg_catalog.<>) 'u' "
-								 "AND __autocdc_at OPERATOR(pg_catalog.<) pg_catalog.now() "
-								 "OPERATOR(pg_catalog.-) $1::pg_catalog.interval",
+								 "AND __autocdc_at OPERATOR(pg_catalog.<) (pg_catalog.now() "
+								 "OPERATOR(pg_catalog.-) $1::pg_catalog.interval)",
 								 qualified(a.staterel));
 
 		if (SPI_execute_with_args(q, 1, &argtype, &arg, NULL, false, 0) != SPI_OK_DELETE)

@@ -32,6 +32,7 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "access/xlogutils.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
@@ -563,6 +564,26 @@ decode_write(LogicalDecodingContext *ctx, XLogRecPtr lsn, TransactionId xid,
 	MemoryContextReset(st->cxt);
 }
 
+/*
+ * Decoding builds relcache entries of the decoded tables under historic
+ * snapshots, and InvalidateSystemCaches() leaves alone the entries of tables
+ * this transaction created or rewrote (ALTER COLUMN TYPE, TRUNCATE...): such
+ * an entry of the target or the hidden state would keep a past shape.  Make
+ * them rebuild from the current catalog.
+ */
+static void
+forget_historic_relcache(FlowDef *flow)
+{
+	Oid			state = get_relname_relid(state_table_name(flow->target_id),
+										  get_namespace_oid(AUTOCDC_STATE_SCHEMA, false));
+
+	CacheInvalidateRelcacheByRelid(flow->target);
+	if (OidIsValid(state))
+		CacheInvalidateRelcacheByRelid(state);
+	CacheInvalidateRelcacheByRelid(flow->source);
+	CommandCounterIncrement();
+}
+
 /* Is the flow's progress still served by the slot? */
 static void
 check_resync(FlowDef *flow)
@@ -731,6 +752,7 @@ source_capture(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 		result = ctx->reader->EndRecPtr;
 		FreeDecodingContext(ctx);
 		InvalidateSystemCaches();
+		forget_historic_relcache(flow);
 		confirm_oldest_progress();
 		ReplicationSlotRelease();
 	}
