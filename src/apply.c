@@ -17,10 +17,14 @@
  *   - every truncate.
  *
  * A run is set-based: one query classifies the batch (user expressions are
- * evaluated there, as the owner), one query returns the target rows, state
- * events and new events of the touched keys sorted by key and (sequence,
- * arrival), the fold walks that stream key by key in C, and four statements
- * write the differences (delete by ctid, insert from a tuplestore).
+ * evaluated there, as the owner) while C validates each event and gathers
+ * the distinct touched keys in a hash table (for SCD 1 without
+ * ignore_null_updates it keeps only each key's last event: nothing else can
+ * matter); one query then returns the target rows, state events and new
+ * events of the touched keys, reached through their indexes and sorted by
+ * key and (sequence, arrival); the fold walks that stream key by key in C;
+ * and four statements write the differences (delete by ctid, insert from a
+ * tuplestore).
  *
  *-------------------------------------------------------------------------
  */

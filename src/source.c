@@ -9,8 +9,10 @@
  * autocdc.flow_state: source transactions whose commit record starts before
  * it are applied.  A run decodes from the slot's confirmed position up to
  * the WAL flushed when it started and keeps the inserts into its feed from
- * transactions at or after its progress; afterwards the slot is confirmed up
- * to the oldest committed progress of all flows.
+ * transactions at or after its progress.  Before and after decoding, the
+ * slot is confirmed up to the oldest committed progress of all flows (once
+ * the commits recording it are flushed), so that it can forget what every
+ * flow has applied.
  *
  * A first read takes a snapshot S, reads the feed under it, and then keeps
  * from the decoded stream exactly the transactions S did not show (its own
