@@ -27,6 +27,12 @@ CREATE FUNCTION autocdc._claim_publication() RETURNS void
 SELECT autocdc._claim_publication();
 DROP FUNCTION autocdc._claim_publication();
 
+-- the launcher starts this database's worker once CREATE EXTENSION commits
+CREATE FUNCTION autocdc._want_worker() RETURNS void
+	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_want_worker';
+SELECT autocdc._want_worker();
+DROP FUNCTION autocdc._want_worker();
+
 -- targets written by flows; hidden state table autocdc_state.target_<id>
 CREATE TABLE autocdc.target (
 	id			serial PRIMARY KEY,
@@ -78,6 +84,8 @@ CREATE TABLE autocdc.flow_state (
 	last_commit_at timestamptz, -- commit time of the last applied source transaction
 	last_error	text,
 	last_error_at timestamptz,
+	retries		int NOT NULL DEFAULT 0,	-- failed runs since the last good one
+	retry_at	timestamptz,	-- the worker retries a failed flow from then on
 	num_events	bigint NOT NULL DEFAULT 0,
 	num_upserted_rows bigint NOT NULL DEFAULT 0,
 	num_deleted_rows bigint NOT NULL DEFAULT 0,

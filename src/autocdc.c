@@ -95,7 +95,8 @@ autocdc_shmem_request(void)
 		prev_shmem_request_hook();
 #endif
 	RequestAddinShmemSpace(MAXALIGN(sizeof(AutocdcShared)));
-	RequestNamedLWLockTranche("autocdc", 1);
+	RequestAddinShmemSpace(worker_shmem_size());
+	RequestNamedLWLockTranche("autocdc", 2);
 }
 
 /* Create or attach the shared state. */
@@ -115,6 +116,7 @@ autocdc_shmem_startup(void)
 		shared->lock = &(GetNamedLWLockTranche("autocdc"))->lock;
 		shared->next_id = 1;
 	}
+	worker_shmem_init(&(GetNamedLWLockTranche("autocdc"))[1].lock);
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -143,6 +145,7 @@ _PG_init(void)
 							"Sets work_mem while a run applies a flow.",
 							&autocdc_work_mem, 128 * 1024, 64, MAX_KILOBYTES,
 							PGC_USERSET, GUC_UNIT_KB, NULL, NULL, NULL);
+	worker_init();
 	MarkGUCPrefixReserved("autocdc");
 }
 
@@ -317,7 +320,10 @@ autocdc_persist_errors(void)
 								  3, types, args, NULL, false, 0) != SPI_OK_INSERT)
 			elog(ERROR, "could not record a failed run");
 		if (SPI_execute_with_args(
-								  "UPDATE autocdc.flow_state SET last_error = $2, last_error_at = $3 "
+								  "UPDATE autocdc.flow_state SET last_error = $2, last_error_at = $3, "
+								  "retries = retries OPERATOR(pg_catalog.+) 1, "
+								  "retry_at = $3 OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => "
+								  "pg_catalog.power(2, least(retries, 8))) "
 								  "WHERE name OPERATOR(pg_catalog.=) $1",
 								  3, types, args, NULL, false, 0) != SPI_OK_UPDATE)
 			elog(ERROR, "could not record a failed run");

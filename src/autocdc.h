@@ -21,6 +21,7 @@
 #include "access/xlogdefs.h"
 #include "datatype/timestamp.h"
 #include "nodes/pg_list.h"
+#include "storage/lwlock.h"
 #include "utils/tuplestore.h"
 
 #define AUTOCDC_PUBLICATION "autocdc_feeds"
@@ -57,6 +58,7 @@ typedef struct FlowDef
 	bool		once_done;
 	XLogRecPtr	skip_upto;
 	bool		paused;
+	TimestampTz last_run_at;	/* 0: never */
 } FlowDef;
 
 /* Metrics of one run. */
@@ -69,6 +71,17 @@ typedef struct RunMetrics
 	TimestampTz last_commit_time;
 } RunMetrics;
 
+/* One flow's part in a decoding pass (source.c). */
+typedef struct Capture
+{
+	FlowDef    *flow;
+	Tuplestorestate *batch;
+	TupleDesc	batchdesc;
+	RunMetrics *m;
+	bool		resync;			/* out: progress no longer served, not captured */
+	char	   *error;			/* out: why capture stopped for this flow */
+} Capture;
+
 /* autocdc.c */
 extern bool autocdc_preloaded;
 extern int	autocdc_decoding_work_mem;
@@ -76,11 +89,19 @@ extern int	autocdc_work_mem;
 extern void autocdc_record_error(const char *flow, const char *message);
 extern void autocdc_persist_errors(void);
 
+/* worker.c */
+extern bool autocdc_enabled;
+extern int	autocdc_snapshot_interval;
+extern Size worker_shmem_size(void);
+extern void worker_shmem_init(LWLock *lock);
+extern void worker_init(void);
+
 /* catalog.c */
 extern FlowDef *catalog_load_flow(const char *name, bool lock, bool missing_ok);
 extern List *catalog_target_flows(int target_id);
 extern void catalog_check_flow_owner(FlowDef *flow);
-extern void catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz started);
+extern void catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz started,
+								  bool log);
 extern void catalog_sync_columns(FlowDef *flow, bool refresh);
 extern char *state_table_name(int target_id);
 
@@ -100,6 +121,10 @@ extern void source_ensure_slot(void);
 extern char *source_slot_name(void);
 extern XLogRecPtr source_capture(FlowDef *flow, Tuplestorestate *batch,
 								 TupleDesc batchdesc, RunMetrics *m);
+extern XLogRecPtr source_capture_flows(List *captures, int64 max_events,
+										bool resync_error, bool *more);
+extern void source_raise_capture_error(Capture *c);
+extern void source_drop_slots(void);
 extern void source_snapshot_read(FlowDef *flow, Tuplestorestate *batch,
 								 TupleDesc batchdesc, XLogRecPtr pos);
 
@@ -113,6 +138,9 @@ extern void batch_clear(void);
 #define BATCH_ROWS 2
 #define BATCH_KEYS 3
 #define BATCH_COUNT 4
+
+/* run.c */
+extern bool run_worker_pass(List *names, int64 max_events);
 
 /* apply.c */
 extern void apply_batch(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all);

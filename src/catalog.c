@@ -1193,7 +1193,8 @@ catalog_load_flow(const char *name, bool lock, bool missing_ok)
 							   "(SELECT CASE WHEN pg_catalog.bool_and(g.tombstone_retention IS NOT NULL) "
 							   "  THEN pg_catalog.max(g.tombstone_retention)::pg_catalog.text END "
 							   "  FROM autocdc.flow g WHERE g.target_id OPERATOR(pg_catalog.=) f.target_id), "
-							   "s.progress, s.once_done, s.skip_upto, f.paused, f.column_list, f.except_column_list, s.slot_name "
+							   "s.progress, s.once_done, s.skip_upto, f.paused, f.column_list, f.except_column_list, s.slot_name, "
+							   "s.last_run_at "
 							   "FROM autocdc.flow f JOIN autocdc.target t ON t.id OPERATOR(pg_catalog.=) f.target_id "
 							   "JOIN autocdc.flow_state s ON s.name OPERATOR(pg_catalog.=) f.name "
 							   "WHERE f.name OPERATOR(pg_catalog.=) $1 %s",
@@ -1251,6 +1252,8 @@ catalog_load_flow(const char *name, bool lock, bool missing_ok)
 	f->col_except = isnull ? NIL : parse_identifier_array(DatumGetArrayTypeP(d), "column");
 	d = SPI_getbinval(tup, desc, 25, &isnull);
 	f->slot_name = isnull ? NULL : TextDatumGetCString(d);
+	d = SPI_getbinval(tup, desc, 26, &isnull);
+	f->last_run_at = isnull ? 0 : DatumGetTimestampTz(d);
 	MemoryContextSwitchTo(old);
 	return f;
 }
@@ -1394,9 +1397,9 @@ catalog_check_flow_owner(FlowDef *flow)
 				 errmsg("must be owner of flow \"%s\"", flow->name)));
 }
 
-/* Record a run's progress and totals, and log it in flow_runs. */
+/* Record a run's progress and totals, and (with log) log it in flow_runs. */
 void
-catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz started)
+catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz started, bool log)
 {
 	Datum		args[10];
 	Oid			types[10] = {TEXTOID, LSNOID, BOOLOID, INT8OID, INT8OID, INT8OID, INT8OID,
@@ -1431,12 +1434,13 @@ catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz started)
 							  "num_upserted_rows = num_upserted_rows OPERATOR(pg_catalog.+) $5, "
 							  "num_deleted_rows = num_deleted_rows OPERATOR(pg_catalog.+) $6, "
 							  "num_skipped_events = num_skipped_events OPERATOR(pg_catalog.+) $7, "
-							  "last_run_at = $8, last_error = NULL, last_error_at = NULL, "
+							  "last_run_at = $8, last_error = NULL, last_error_at = NULL, retries = 0, retry_at = NULL, "
 							  "last_commit_at = coalesce($9, last_commit_at), slot_name = $10 "
 							  "WHERE name OPERATOR(pg_catalog.=) $1",
 							  10, types, args, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update flow state");
-	if (SPI_execute_with_args("INSERT INTO autocdc.flow_run_log (flow, started_at, finished_at, num_events, "
+	if (log &&
+		SPI_execute_with_args("INSERT INTO autocdc.flow_run_log (flow, started_at, finished_at, num_events, "
 							  "num_upserted_rows, num_deleted_rows, num_skipped_events, status) "
 							  "VALUES ($1, $8, pg_catalog.clock_timestamp(), $4, $5, $6, $7, 'ok')",
 							  8, types, args, nulls, false, 0) != SPI_OK_INSERT)
@@ -1569,8 +1573,8 @@ autocdc_skip_events(PG_FUNCTION_ARGS)
 	require_args(fcinfo, 2, argnames);
 	update_flow(text_to_cstring(PG_GETARG_TEXT_PP(0)),
 				"UPDATE autocdc.flow_state SET skip_upto = "
-				"CASE WHEN skip_upto IS NULL OR skip_upto OPERATOR(pg_catalog.<) $2 THEN $2 ELSE skip_upto END "
-				"WHERE name OPERATOR(pg_catalog.=) $1",
+				"CASE WHEN skip_upto IS NULL OR skip_upto OPERATOR(pg_catalog.<) $2 THEN $2 ELSE skip_upto END, "
+				"retry_at = NULL WHERE name OPERATOR(pg_catalog.=) $1",
 				PG_GETARG_DATUM(1), LSNOID);
 	PG_RETURN_VOID();
 }
@@ -1583,6 +1587,8 @@ set_paused(FunctionCallInfo fcinfo, bool paused)
 
 	require_args(fcinfo, 1, argnames);
 	update_flow(text_to_cstring(PG_GETARG_TEXT_PP(0)),
+				"WITH r AS (UPDATE autocdc.flow_state SET retry_at = NULL "
+				"WHERE name OPERATOR(pg_catalog.=) $1 AND NOT $2) "
 				"UPDATE autocdc.flow SET paused = $2 WHERE name OPERATOR(pg_catalog.=) $1",
 				BoolGetDatum(paused), BOOLOID);
 }

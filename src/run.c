@@ -30,15 +30,19 @@
 #include "utils/pg_lsn.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
+#include "utils/backend_status.h"
 
 #include "autocdc.h"
 
 PG_FUNCTION_INFO_V1(autocdc_run_flow);
 PG_FUNCTION_INFO_V1(autocdc_full_refresh);
 
-/* Lock the target row so that one flow at a time writes a target. */
-static void
-lock_target(int target_id)
+/*
+ * Lock the target row so that one flow at a time writes a target.  With
+ * skip_locked, return false instead of waiting for another writer.
+ */
+static bool
+lock_target(int target_id, bool skip_locked)
 {
 	Datum		arg = Int32GetDatum(target_id);
 	Oid			argtype = INT4OID;
@@ -46,10 +50,13 @@ lock_target(int target_id)
 	int			saved_sec;
 
 	become_superuser(&saved_uid, &saved_sec);
-	if (SPI_execute_with_args("SELECT 1 FROM autocdc.target WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+	if (SPI_execute_with_args(skip_locked ?
+							  "SELECT 1 FROM autocdc.target WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE SKIP LOCKED" :
+							  "SELECT 1 FROM autocdc.target WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
 							  1, &argtype, &arg, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not lock target");
 	restore_user(saved_uid, saved_sec);
+	return SPI_processed > 0;
 }
 
 /*
@@ -96,6 +103,60 @@ advertise_running(FlowDef *flow)
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 }
 
+/* A new, empty batch for the source rows of a flow: (lsn, ord, r). */
+static Tuplestorestate *
+new_batch(FlowDef *flow, TupleDesc *bdesc)
+{
+	TupleDesc	desc = CreateTemplateTupleDesc(3);
+
+	TupleDescInitEntry(desc, 1, "lsn", LSNOID, -1, 0);
+	TupleDescInitEntry(desc, 2, "ord", INT8OID, -1, 0);
+	TupleDescInitEntry(desc, 3, "r", get_rel_type_id(flow->source), -1, 0);
+	*bdesc = BlessTupleDesc(desc);
+	return tuplestore_begin_heap(false, false, work_mem);
+}
+
+/*
+ * Before capture: lock the flow's target (false if skip_locked and another
+ * writer holds it), show the flow as running, follow source schema changes
+ * and check that the owner may still read the source.
+ */
+static bool
+run_prepare(FlowDef *flow, bool refresh, bool skip_locked)
+{
+	if (!lock_target(flow->target_id, skip_locked))
+		return false;
+	advertise_running(flow);
+	catalog_sync_columns(flow, refresh);
+	check_read_privileges(flow);
+	return true;
+}
+
+/*
+ * After capture: apply the batch as the flow's owner and record the
+ * progress.  log: write a flow_runs row.
+ */
+static void
+run_apply(FlowDef *flow, Tuplestorestate *batch, TupleDesc bdesc, RunMetrics *m,
+		  bool have_batch, bool touch_all, TimestampTz started, bool log)
+{
+	TimestampTz captured = GetCurrentTimestamp();
+	int64		nrows = tuplestore_tuple_count(batch);
+	Oid			saved_uid;
+	int			saved_sec;
+
+	/* classify reads the batch once, and frees it */
+	batch_set(BATCH_SOURCE, batch, bdesc, get_rel_type_id(flow->source), nrows, 1);
+	become_owner(flow->owner, &saved_uid, &saved_sec);
+	apply_batch(flow, m, have_batch && nrows > 0, touch_all);
+	restore_user(saved_uid, saved_sec);
+	elog(DEBUG1, "autocdc: flow \"%s\": captured " INT64_FORMAT " rows in %ld ms, applied in %ld ms",
+		 flow->name, nrows, (long) ((captured - started) / 1000),
+		 (long) ((GetCurrentTimestamp() - captured) / 1000));
+	batch_clear();
+	catalog_save_progress(flow, m, started, log);
+}
+
 /*
  * Capture and apply everything available to one (locked) flow, and record
  * its progress.
@@ -104,25 +165,11 @@ static void
 run_one(FlowDef *flow, RunMetrics *m, bool refresh, bool touch_all)
 {
 	TupleDesc	bdesc;
-	Tuplestorestate *batch;
+	Tuplestorestate *batch = new_batch(flow, &bdesc);
 	TimestampTz started = GetCurrentTimestamp();
-	TimestampTz captured;
-	int64		nrows;
-	Oid			saved_uid;
-	int			saved_sec;
 	bool		have_batch = true;
 
-	bdesc = CreateTemplateTupleDesc(3);
-	TupleDescInitEntry(bdesc, 1, "lsn", LSNOID, -1, 0);
-	TupleDescInitEntry(bdesc, 2, "ord", INT8OID, -1, 0);
-	TupleDescInitEntry(bdesc, 3, "r", get_rel_type_id(flow->source), -1, 0);
-	bdesc = BlessTupleDesc(bdesc);
-	batch = tuplestore_begin_heap(false, false, work_mem);
-
-	lock_target(flow->target_id);
-	advertise_running(flow);
-	catalog_sync_columns(flow, refresh);
-	check_read_privileges(flow);
+	(void) run_prepare(flow, refresh, false);
 	if (flow->once)
 	{
 		if (flow->once_done)
@@ -137,19 +184,169 @@ run_one(FlowDef *flow, RunMetrics *m, bool refresh, bool touch_all)
 	}
 	else
 		(void) source_capture(flow, batch, bdesc, m);
+	run_apply(flow, batch, bdesc, m, have_batch, touch_all, started, true);
+}
 
-	captured = GetCurrentTimestamp();
-	nrows = tuplestore_tuple_count(batch);
-	/* classify reads the batch once, and frees it */
-	batch_set(BATCH_SOURCE, batch, bdesc, get_rel_type_id(flow->source), nrows, 1);
-	become_owner(flow->owner, &saved_uid, &saved_sec);
-	apply_batch(flow, m, have_batch && nrows > 0, touch_all);
-	restore_user(saved_uid, saved_sec);
-	elog(DEBUG1, "autocdc: flow \"%s\": captured " INT64_FORMAT " rows in %ld ms, applied in %ld ms",
-		 flow->name, nrows, (long) ((captured - started) / 1000),
-		 (long) ((GetCurrentTimestamp() - captured) / 1000));
-	batch_clear();
-	catalog_save_progress(flow, m, started);
+/* ----------------------------------------------------------------
+ * the background worker's pass
+ * ----------------------------------------------------------------
+ */
+
+/* Progress of an idle flow is recorded at most this often (ms). */
+#define IDLE_PROGRESS_INTERVAL_MS 10000
+
+/* One flow in a worker pass. */
+typedef struct PassFlow
+{
+	char	   *name;
+	FlowDef    *flow;
+	bool		ready;			/* prepared, to be captured and applied */
+	Capture		capture;
+	RunMetrics	m;
+	TupleDesc	bdesc;
+	TimestampTz started;
+} PassFlow;
+
+/*
+ * Run fn on a flow of the pass in a subtransaction.  If it fails, only its
+ * work is rolled back; the error is written down for the flow (with the
+ * back-off of its next retry) and false returned.
+ */
+static bool
+run_guarded(PassFlow *pf, void (*fn) (PassFlow *pf))
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	bool		ok = true;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		fn(pf);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+		Oid			saved_uid;
+		int			saved_sec;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		batch_clear();
+		ereport(WARNING,
+				(errcode(edata->sqlerrcode),
+				 errmsg("autocdc: flow \"%s\" failed: %s", pf->name, edata->message)));
+		autocdc_record_error(pf->name, edata->message);
+		become_superuser(&saved_uid, &saved_sec);
+		autocdc_persist_errors();
+		restore_user(saved_uid, saved_sec);
+		FreeErrorData(edata);
+		ok = false;
+	}
+	PG_END_TRY();
+	return ok;
+}
+
+/*
+ * Load and prepare a flow of the pass.  A 'once' flow is applied whole
+ * here; a change flow whose target another writer holds waits for the next
+ * pass.
+ */
+static void
+pass_prepare(PassFlow *pf)
+{
+	pf->flow = catalog_load_flow(pf->name, true, true);
+	if (pf->flow == NULL)
+		return;
+	pf->started = GetCurrentTimestamp();
+	if (pf->flow->once)
+	{
+		if (!pf->flow->once_done)
+		{
+			pgstat_report_activity(STATE_RUNNING, psprintf("autocdc: applying flow %s", pf->name));
+			run_one(pf->flow, &pf->m, false, false);
+		}
+		return;
+	}
+	pf->ready = run_prepare(pf->flow, false, true);
+	if (pf->ready)
+	{
+		pf->capture.flow = pf->flow;
+		pf->capture.batch = new_batch(pf->flow, &pf->bdesc);
+		pf->capture.batchdesc = pf->bdesc;
+		pf->capture.m = &pf->m;
+	}
+}
+
+/*
+ * Apply what the pass captured for a flow.  An idle flow records its
+ * progress (which lets the slot advance) only now and then, and logs no
+ * run.
+ */
+static void
+pass_apply(PassFlow *pf)
+{
+	bool		idle = tuplestore_tuple_count(pf->capture.batch) == 0 &&
+		pf->m.num_skipped == 0;
+
+	source_raise_capture_error(&pf->capture);
+	if (idle && pf->flow->last_run_at != 0 &&
+		!TimestampDifferenceExceeds(pf->flow->last_run_at, GetCurrentTimestamp(),
+									IDLE_PROGRESS_INTERVAL_MS))
+		return;
+	pgstat_report_activity(STATE_RUNNING, psprintf("autocdc: applying flow %s", pf->name));
+	run_apply(pf->flow, pf->capture.batch, pf->bdesc, &pf->m, true, false,
+			  pf->started, !idle);
+}
+
+/*
+ * One pass of the background worker over the continuous flows it selected
+ * and locked (names, in the worker's transaction): each flow is prepared,
+ * one decoding pass captures them all, and each is applied; a failing flow
+ * is rolled back alone.  Stops decoding at a transaction boundary past
+ * max_events (0: no limit); returns true if WAL was left to decode.
+ */
+bool
+run_worker_pass(List *names, int64 max_events)
+{
+	List	   *flows = NIL;
+	List	   *captures = NIL;
+	ListCell   *lc;
+	bool		more = false;
+
+	foreach(lc, names)
+	{
+		PassFlow   *pf = palloc0(sizeof(PassFlow));
+
+		pf->name = lfirst(lc);
+		if (run_guarded(pf, pass_prepare) && pf->ready)
+		{
+			flows = lappend(flows, pf);
+			captures = lappend(captures, &pf->capture);
+		}
+	}
+	if (captures == NIL)
+		return false;
+
+	pgstat_report_activity(STATE_RUNNING, "autocdc: decoding");
+	(void) source_capture_flows(captures, max_events, false, &more);
+
+	foreach(lc, flows)
+	{
+		PassFlow   *pf = lfirst(lc);
+
+		if (!pf->capture.resync)
+			(void) run_guarded(pf, pass_apply);
+	}
+	return more;
 }
 
 /* Return one row of metrics from a run function. */
@@ -251,7 +448,7 @@ refresh_body(FlowDef *flow, RunMetrics *m)
 		else
 			flows = lappend(flows, f);
 	}
-	lock_target(flow->target_id);
+	(void) lock_target(flow->target_id, false);
 
 	become_owner(flow->owner, &saved_uid, &saved_sec);
 	sql = psprintf("DELETE FROM %s",

@@ -75,10 +75,10 @@ typedef struct DecodedRel
 	int		   *map;			/* feed attno-1 -> message column, -1 none */
 } DecodedRel;
 
-/* State of one decoding pass for one flow. */
-typedef struct DecodeState
+/* One flow's share of a decoding pass. */
+typedef struct FeedCapture
 {
-	FlowDef    *flow;
+	Capture    *c;
 	Relation	feed;
 	TupleDesc	feeddesc;
 	FmgrInfo   *typinput;		/* per feed column, looked up once */
@@ -88,15 +88,19 @@ typedef struct DecodeState
 	Snapshot	first;			/* first read: keep what this did not show */
 	bool		keep;			/* keep the current transaction's inserts */
 	bool		skip;			/* current transaction is skipped */
+	int64		ord;
+} FeedCapture;
+
+/* State of one decoding pass, shared by the flows it serves. */
+typedef struct DecodeState
+{
+	List	   *feeds;			/* FeedCapture, flows still captured */
 	XLogRecPtr	commit_lsn;		/* of the current transaction */
 	TimestampTz commit_time;
-	int64		ord;
-	Tuplestorestate *batch;
-	TupleDesc	batchdesc;
-	ResourceOwner owner;		/* for the batch's temporary files */
+	int64		kept;			/* rows put into batches so far */
+	ResourceOwner owner;		/* for the batches' temporary files */
 	MemoryContext cxt;			/* reset after each message */
 	MemoryContext relcxt;		/* relation maps, for the whole pass */
-	RunMetrics *m;
 } DecodeState;
 
 /* Prefix of this database's slot names for the installed extension. */
@@ -177,6 +181,16 @@ drop_stale_slots(const char *keep)
 	LWLockRelease(ReplicationSlotControlLock);
 	foreach(lc, names)
 		ReplicationSlotDrop(lfirst(lc), true);
+}
+
+/*
+ * Drop the database's autocdc slots (the worker does, once no flow needs
+ * them); one in use stays for a later attempt.
+ */
+void
+source_drop_slots(void)
+{
+	drop_stale_slots(NULL);
 }
 
 /*
@@ -397,123 +411,149 @@ decode_prepare_write(LogicalDecodingContext *ctx, XLogRecPtr lsn,
 	resetStringInfo(ctx->out);
 }
 
-/* Map a relation message onto the feed's current columns. */
+/*
+ * Map a relation message onto the current columns of every feed captured
+ * from it.  A column whose type changed stops that flow's capture: its
+ * error is raised when the flow is applied, so other flows go on.
+ */
 static void
 decode_relation(DecodeState *st, StringInfo in)
 {
 	LogicalRepRelation *rel = logicalrep_read_rel(in);
-	DecodedRel *dr;
-	ListCell   *lc;
-	int			i,
-				j;
+	ListCell   *fl;
 
-	if (rel->remoteid != st->flow->source)
-		return;
-	foreach(lc, st->rels)
+	foreach(fl, st->feeds)
 	{
-		dr = lfirst(lc);
-		if (dr->relid == rel->remoteid)
-		{
-			st->rels = foreach_delete_current(st->rels, lc);
-			break;
-		}
-	}
-	dr = palloc(sizeof(DecodedRel));
-	dr->relid = rel->remoteid;
-	dr->map = palloc(sizeof(int) * st->feeddesc->natts);
-	for (i = 0; i < st->feeddesc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(st->feeddesc, i);
+		FeedCapture *fc = lfirst(fl);
+		DecodedRel *dr;
+		ListCell   *lc;
+		int			i,
+					j;
 
-		dr->map[i] = -1;
-		if (att->attisdropped)
+		if (rel->remoteid != fc->c->flow->source)
 			continue;
-		for (j = 0; j < rel->natts; j++)
-			if (strcmp(rel->attnames[j], NameStr(att->attname)) == 0)
+		foreach(lc, fc->rels)
+		{
+			dr = lfirst(lc);
+			if (dr->relid == rel->remoteid)
 			{
-				if (rel->atttyps[j] != att->atttypid)
-					ereport(ERROR,
-							(errcode(ERRCODE_DATATYPE_MISMATCH),
-							 errmsg("flow \"%s\": column \"%s\" of source \"%s\" changed type",
-									st->flow->name, NameStr(att->attname),
-									get_rel_name(st->flow->source)),
-							 errhint("Run autocdc.full_refresh(%s) to re-read the source.",
-									 quote_literal_cstr(st->flow->name))));
-				dr->map[i] = j;
+				fc->rels = foreach_delete_current(fc->rels, lc);
+				break;
 			}
+		}
+		dr = palloc(sizeof(DecodedRel));
+		dr->relid = rel->remoteid;
+		dr->map = palloc(sizeof(int) * fc->feeddesc->natts);
+		for (i = 0; i < fc->feeddesc->natts; i++)
+		{
+			Form_pg_attribute att = TupleDescAttr(fc->feeddesc, i);
+
+			dr->map[i] = -1;
+			if (att->attisdropped)
+				continue;
+			for (j = 0; j < rel->natts; j++)
+				if (strcmp(rel->attnames[j], NameStr(att->attname)) == 0)
+				{
+					if (rel->atttyps[j] != att->atttypid && fc->c->error == NULL)
+						fc->c->error = MemoryContextStrdup(TopTransactionContext,
+														   psprintf("flow \"%s\": column \"%s\" of source \"%s\" changed type",
+																	fc->c->flow->name, NameStr(att->attname),
+																	get_rel_name(fc->c->flow->source)));
+					dr->map[i] = j;
+				}
+		}
+		fc->rels = lappend(fc->rels, dr);
 	}
-	st->rels = lappend(st->rels, dr);
 }
 
-/* Turn an insert message of the feed into a batch row. */
+/* Turn an insert message into a batch row of every flow reading its table. */
 static void
 decode_insert(DecodeState *st, StringInfo in)
 {
 	LogicalRepTupleData tup;
 	LogicalRepRelId relid;
-	DecodedRel *dr = NULL;
-	ListCell   *lc;
-	TupleDesc	desc = st->feeddesc;
-	Datum	   *values;
-	bool	   *nulls;
-	int			i;
-	HeapTuple	row;
-	Datum		bvalues[3];
-	bool		bnulls[3] = {false, false, false};
-	ResourceOwner saved;
+	ListCell   *fl;
+	bool		wanted = false;
 
 	/* peek at the relation id before parsing the tuple */
 	relid = pq_getmsgint(in, 4);
-	if (relid != st->flow->source || !st->keep)
-		return;
-	if (st->skip)
+	foreach(fl, st->feeds)
 	{
-		st->m->num_skipped++;
-		return;
-	}
-	in->cursor -= 4;
-	relid = logicalrep_read_insert(in, &tup);
-	foreach(lc, st->rels)
-		if (((DecodedRel *) lfirst(lc))->relid == relid)
-			dr = lfirst(lc);
-	if (dr == NULL)
-		elog(ERROR, "insert for relation %u without relation message", relid);
+		FeedCapture *fc = lfirst(fl);
 
-	values = palloc(sizeof(Datum) * desc->natts);
-	nulls = palloc(sizeof(bool) * desc->natts);
-	for (i = 0; i < desc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
-		int			j = dr->map[i];
-
-		values[i] = (Datum) 0;
-		nulls[i] = true;
-		if (j < 0 || j >= tup.ncols)
-			continue;
-		switch (tup.colstatus[j])
+		if (relid == fc->c->flow->source && fc->keep && fc->c->error == NULL)
 		{
-			case LOGICALREP_COLUMN_TEXT:
-				values[i] = InputFunctionCall(&st->typinput[i], tup.colvalues[j].data,
-											  st->typioparam[i], att->atttypmod);
-				nulls[i] = false;
-				break;
-			case LOGICALREP_COLUMN_BINARY:
-				values[i] = ReceiveFunctionCall(&st->typrecv[i], &tup.colvalues[j],
-												st->typioparam[i], att->atttypmod);
-				nulls[i] = false;
-				break;
-			default:
-				break;
+			if (fc->skip)
+				fc->c->m->num_skipped++;
+			else
+				wanted = true;
 		}
 	}
-	row = heap_form_tuple(desc, values, nulls);
-	bvalues[0] = LSNGetDatum(st->commit_lsn);
-	bvalues[1] = Int64GetDatum(++st->ord);
-	bvalues[2] = heap_copy_tuple_as_datum(row, desc);
-	saved = CurrentResourceOwner;
-	CurrentResourceOwner = st->owner;
-	tuplestore_putvalues(st->batch, st->batchdesc, bvalues, bnulls);
-	CurrentResourceOwner = saved;
+	if (!wanted)
+		return;
+	in->cursor -= 4;
+	relid = logicalrep_read_insert(in, &tup);
+
+	foreach(fl, st->feeds)
+	{
+		FeedCapture *fc = lfirst(fl);
+		DecodedRel *dr = NULL;
+		ListCell   *lc;
+		TupleDesc	desc = fc->feeddesc;
+		Datum	   *values;
+		bool	   *nulls;
+		int			i;
+		HeapTuple	row;
+		Datum		bvalues[3];
+		bool		bnulls[3] = {false, false, false};
+		ResourceOwner saved;
+
+		if (relid != fc->c->flow->source || !fc->keep || fc->skip || fc->c->error != NULL)
+			continue;
+		foreach(lc, fc->rels)
+			if (((DecodedRel *) lfirst(lc))->relid == relid)
+				dr = lfirst(lc);
+		if (dr == NULL)
+			elog(ERROR, "insert for relation %u without relation message", relid);
+
+		values = palloc(sizeof(Datum) * desc->natts);
+		nulls = palloc(sizeof(bool) * desc->natts);
+		for (i = 0; i < desc->natts; i++)
+		{
+			Form_pg_attribute att = TupleDescAttr(desc, i);
+			int			j = dr->map[i];
+
+			values[i] = (Datum) 0;
+			nulls[i] = true;
+			if (j < 0 || j >= tup.ncols)
+				continue;
+			switch (tup.colstatus[j])
+			{
+				case LOGICALREP_COLUMN_TEXT:
+					values[i] = InputFunctionCall(&fc->typinput[i], tup.colvalues[j].data,
+												  fc->typioparam[i], att->atttypmod);
+					nulls[i] = false;
+					break;
+				case LOGICALREP_COLUMN_BINARY:
+					values[i] = ReceiveFunctionCall(&fc->typrecv[i], &tup.colvalues[j],
+													fc->typioparam[i], att->atttypmod);
+					tup.colvalues[j].cursor = 0;	/* the next flow reads it again */
+					nulls[i] = false;
+					break;
+				default:
+					break;
+			}
+		}
+		row = heap_form_tuple(desc, values, nulls);
+		bvalues[0] = LSNGetDatum(st->commit_lsn);
+		bvalues[1] = Int64GetDatum(++fc->ord);
+		bvalues[2] = heap_copy_tuple_as_datum(row, desc);
+		saved = CurrentResourceOwner;
+		CurrentResourceOwner = st->owner;
+		tuplestore_putvalues(fc->c->batch, fc->c->batchdesc, bvalues, bnulls);
+		CurrentResourceOwner = saved;
+		st->kept++;
+	}
 }
 
 /* Handle one pgoutput message. */
@@ -539,17 +579,24 @@ decode_write(LogicalDecodingContext *ctx, XLogRecPtr lsn, TransactionId xid,
 		case LOGICAL_REP_MSG_BEGIN:
 			{
 				LogicalRepBeginData b;
+				ListCell   *fl;
 
 				logicalrep_read_begin(&in, &b);
 				st->commit_lsn = b.final_lsn;
 				st->commit_time = b.committime;
-				st->ord = 0;
-				st->keep = (!st->flow->has_progress || b.final_lsn >= st->flow->progress) &&
-					(st->first == NULL || !snapshot_showed(st->first, b.xid));
-				st->skip = st->keep && !XLogRecPtrIsInvalid(st->flow->skip_upto) &&
-					b.final_lsn <= st->flow->skip_upto;
-				if (st->keep && !st->skip)
-					st->m->last_commit_time = b.committime;
+				foreach(fl, st->feeds)
+				{
+					FeedCapture *fc = lfirst(fl);
+					FlowDef    *flow = fc->c->flow;
+
+					fc->ord = 0;
+					fc->keep = (!flow->has_progress || b.final_lsn >= flow->progress) &&
+						(fc->first == NULL || !snapshot_showed(fc->first, b.xid));
+					fc->skip = fc->keep && !XLogRecPtrIsInvalid(flow->skip_upto) &&
+						b.final_lsn <= flow->skip_upto;
+					if (fc->keep && !fc->skip)
+						fc->c->m->last_commit_time = b.committime;
+				}
 				break;
 			}
 		case LOGICAL_REP_MSG_RELATION:
@@ -586,21 +633,6 @@ forget_historic_relcache(FlowDef *flow)
 	CommandCounterIncrement();
 }
 
-/* Is the flow's progress still served by the slot? */
-static void
-check_resync(FlowDef *flow)
-{
-	if (flow->has_progress &&
-		(flow->slot_name == NULL ||
-		 strcmp(flow->slot_name, NameStr(MyReplicationSlot->data.name)) != 0 ||
-		 flow->progress < MyReplicationSlot->data.confirmed_flush))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("flow \"%s\" needs a resync: its source position %X/%X is no longer available",
-						flow->name, LSN_FORMAT_ARGS(flow->progress)),
-				 errhint("Run autocdc.full_refresh(%s).", quote_literal_cstr(flow->name))));
-}
-
 /*
  * Confirm the slot up to the oldest committed progress of all flows, once
  * the commits that recorded it are flushed.  The slot must be ours.
@@ -634,57 +666,81 @@ confirm_oldest_progress(void)
 	}
 }
 
+/* Is the flow's progress still served by the slot?  (The slot is ours.) */
+static bool
+progress_served(FlowDef *flow)
+{
+	return !flow->has_progress ||
+		(flow->slot_name != NULL &&
+		 strcmp(flow->slot_name, NameStr(MyReplicationSlot->data.name)) == 0 &&
+		 flow->progress >= MyReplicationSlot->data.confirmed_flush);
+}
+
+/* Open a flow's feed and look up the input functions of its columns. */
+static FeedCapture *
+feed_capture_open(Capture *c)
+{
+	FeedCapture *fc = palloc0(sizeof(FeedCapture));
+	int			i;
+
+	fc->c = c;
+	fc->feed = table_open(c->flow->source, AccessShareLock);
+	fc->feeddesc = RelationGetDescr(fc->feed);
+	fc->typinput = palloc0(sizeof(FmgrInfo) * fc->feeddesc->natts);
+	fc->typrecv = palloc0(sizeof(FmgrInfo) * fc->feeddesc->natts);
+	fc->typioparam = palloc0(sizeof(Oid) * fc->feeddesc->natts);
+	for (i = 0; i < fc->feeddesc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(fc->feeddesc, i);
+		Oid			func;
+
+		if (att->attisdropped)
+			continue;
+		getTypeInputInfo(att->atttypid, &func, &fc->typioparam[i]);
+		fmgr_info(func, &fc->typinput[i]);
+		if (OidIsValid(get_typ_receive(att->atttypid)))
+		{
+			getTypeBinaryInputInfo(att->atttypid, &func, &fc->typioparam[i]);
+			fmgr_info(func, &fc->typrecv[i]);
+		}
+	}
+	return fc;
+}
+
 /*
- * Capture the events of a change flow into the batch: a first read when the
- * flow has no progress, then the decoded inserts.  Sets flow->progress to
- * the end of what was decoded.  SPI must be connected.
+ * Capture the events of change flows into their batches in one decoding
+ * pass: a first read for each flow without progress, then the decoded
+ * inserts.  Sets each captured flow's progress to the end of what was
+ * decoded.  A flow whose progress the slot cannot serve is an error when
+ * resync_error, and is otherwise left out (c->resync).  With max_events
+ * > 0 the pass stops at the first transaction boundary past that many
+ * events, and *more says whether WAL was left to decode.  SPI must be
+ * connected.
  */
 XLogRecPtr
-source_capture(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
-			   RunMetrics *m)
+source_capture_flows(List *captures, int64 max_events, bool resync_error,
+					 bool *more)
 {
 	char	   *slot = source_slot_name();
 	DecodeState st;
+	XLogRecPtr	end;
+	XLogRecPtr	result = InvalidXLogRecPtr;
+	ResourceOwner saved_owner = CurrentResourceOwner;
+	ListCell   *lc;
+	bool		any_first = false;
 
 	if (slot == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("the replication slot of autocdc does not exist")));
-	XLogRecPtr	end;
-	XLogRecPtr	result = InvalidXLogRecPtr;
-	int			i;
-	ResourceOwner saved_owner = CurrentResourceOwner;
-
+	if (more)
+		*more = false;
 	memset(&st, 0, sizeof(st));
-	st.flow = flow;
-	st.batch = batch;
-	st.batchdesc = batchdesc;
 	st.owner = CurrentResourceOwner;
-	st.m = m;
 	st.cxt = AllocSetContextCreate(CurrentMemoryContext, "autocdc decode",
 								   ALLOCSET_DEFAULT_SIZES);
 	st.relcxt = AllocSetContextCreate(CurrentMemoryContext, "autocdc decode relations",
 									  ALLOCSET_SMALL_SIZES);
-	st.feed = table_open(flow->source, AccessShareLock);
-	st.feeddesc = RelationGetDescr(st.feed);
-	st.typinput = palloc0(sizeof(FmgrInfo) * st.feeddesc->natts);
-	st.typrecv = palloc0(sizeof(FmgrInfo) * st.feeddesc->natts);
-	st.typioparam = palloc0(sizeof(Oid) * st.feeddesc->natts);
-	for (i = 0; i < st.feeddesc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(st.feeddesc, i);
-		Oid			func;
-
-		if (att->attisdropped)
-			continue;
-		getTypeInputInfo(att->atttypid, &func, &st.typioparam[i]);
-		fmgr_info(func, &st.typinput[i]);
-		if (OidIsValid(get_typ_receive(att->atttypid)))
-		{
-			getTypeBinaryInputInfo(att->atttypid, &func, &st.typioparam[i]);
-			fmgr_info(func, &st.typrecv[i]);
-		}
-	}
 
 	compat_ReplicationSlotAcquire(slot, false);
 	PG_TRY();
@@ -692,7 +748,26 @@ source_capture(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 		LogicalDecodingContext *ctx;
 		List	   *options;
 
-		check_resync(flow);
+		foreach(lc, captures)
+		{
+			Capture    *c = lfirst(lc);
+
+			c->resync = false;
+			if (!progress_served(c->flow))
+			{
+				if (resync_error)
+					ereport(ERROR,
+							(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+							 errmsg("flow \"%s\" needs a resync: its source position %X/%X is no longer available",
+									c->flow->name, LSN_FORMAT_ARGS(c->flow->progress)),
+							 errhint("Run autocdc.full_refresh(%s).", quote_literal_cstr(c->flow->name))));
+				c->resync = true;
+				continue;
+			}
+			st.feeds = lappend(st.feeds, feed_capture_open(c));
+			if (!c->flow->has_progress)
+				any_first = true;
+		}
 
 		/*
 		 * Let the slot forget what every flow has applied before decoding
@@ -701,16 +776,24 @@ source_capture(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 		 * first read skips this, so that nothing can move the slot between
 		 * its snapshot and what it decodes.
 		 */
-		if (flow->has_progress)
+		if (!any_first)
 			confirm_oldest_progress();
-		if (!flow->has_progress)
+		else
 		{
 			Snapshot	snap = first_read_snapshot();
 
 			PushActiveSnapshot(snap);
-			source_snapshot_read(flow, batch, batchdesc, GetXLogInsertRecPtr());
+			foreach(lc, st.feeds)
+			{
+				FeedCapture *fc = lfirst(lc);
+
+				if (fc->c->flow->has_progress)
+					continue;
+				source_snapshot_read(fc->c->flow, fc->c->batch, fc->c->batchdesc,
+									 GetXLogInsertRecPtr());
+				fc->first = snap;
+			}
 			PopActiveSnapshot();
-			st.first = snap;
 		}
 
 		/* decode in memory as far as autocdc.decoding_work_mem allows */
@@ -718,7 +801,16 @@ source_capture(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 								 psprintf("%d", autocdc_decoding_work_mem),
 								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 
-		/* everything committed before this point is decoded by this run */
+		/*
+		 * PostgreSQL logs the start of every decoding pass; with a worker
+		 * decoding several times a second that buries the log.  At the
+		 * default level, keep those messages out.
+		 */
+		if (log_min_messages == LOG)
+			(void) set_config_option("log_min_messages", "warning",
+									 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+
+		/* everything committed before this point is decoded by this pass */
 		XLogFlush(compat_GetXLogInsertEndRecPtr());
 		end = GetFlushRecPtr(NULL);
 
@@ -742,6 +834,13 @@ source_capture(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 			XLogRecord *record;
 			char	   *errm = NULL;
 
+			/* a whole transaction is decoded at its commit record */
+			if (max_events > 0 && st.kept >= max_events)
+			{
+				if (more)
+					*more = true;
+				break;
+			}
 			record = XLogReadRecord(ctx->reader, &errm);
 			if (errm)
 				elog(ERROR, "could not find record for logical decoding: %s", errm);
@@ -754,7 +853,8 @@ source_capture(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 		result = ctx->reader->EndRecPtr;
 		FreeDecodingContext(ctx);
 		InvalidateSystemCaches();
-		forget_historic_relcache(flow);
+		foreach(lc, st.feeds)
+			forget_historic_relcache(((FeedCapture *) lfirst(lc))->c->flow);
 		confirm_oldest_progress();
 		ReplicationSlotRelease();
 	}
@@ -768,14 +868,53 @@ source_capture(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 	}
 	PG_END_TRY();
 
-	table_close(st.feed, AccessShareLock);
+	foreach(lc, st.feeds)
+	{
+		FeedCapture *fc = lfirst(lc);
+		FlowDef    *flow = fc->c->flow;
+
+		table_close(fc->feed, AccessShareLock);
+		if (result > flow->progress || !flow->has_progress)
+			flow->progress = result;
+		flow->has_progress = true;
+		flow->slot_name = slot;
+	}
 	MemoryContextDelete(st.cxt);
 	MemoryContextDelete(st.relcxt);
-	if (result > flow->progress || !flow->has_progress)
-		flow->progress = result;
-	flow->has_progress = true;
-	flow->slot_name = slot;
 	return result;
+}
+
+/*
+ * Capture the events of one change flow into the batch (see
+ * source_capture_flows); a flow that needs a resync is an error.
+ */
+XLogRecPtr
+source_capture(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
+			   RunMetrics *m)
+{
+	Capture		c;
+	XLogRecPtr	result;
+
+	memset(&c, 0, sizeof(c));
+	c.flow = flow;
+	c.batch = batch;
+	c.batchdesc = batchdesc;
+	c.m = m;
+	result = source_capture_flows(list_make1(&c), 0, true, NULL);
+	source_raise_capture_error(&c);
+	return result;
+}
+
+/* Raise the error that stopped a flow's capture, if any. */
+void
+source_raise_capture_error(Capture *c)
+{
+	if (c->error)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("%s", c->error),
+				 errhint("Run autocdc.full_refresh(%s) to re-read the source.",
+						 quote_literal_cstr(c->flow->name))));
 }
 
 /* autocdc._slot_info(): the database's slot, or a row of nulls. */

@@ -409,6 +409,7 @@ sub describe_events
 my $node = PostgreSQL::Test::Cluster->new('property');
 $node->init(allows_streaming => 'logical');
 $node->append_conf('postgresql.conf', "shared_preload_libraries = 'autocdc'");
+$node->append_conf('postgresql.conf', 'autocdc.enabled = off');
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION autocdc');
 

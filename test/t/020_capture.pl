@@ -18,6 +18,7 @@ use Test::More;
 my $node = PostgreSQL::Test::Cluster->new('capture');
 $node->init(allows_streaming => 'logical');
 $node->append_conf('postgresql.conf', "shared_preload_libraries = 'autocdc'");
+$node->append_conf('postgresql.conf', 'autocdc.enabled = off');
 # an engine crash must not hide the remaining assertions; it is reported below
 $node->append_conf('postgresql.conf', "restart_after_crash = on");
 $node->start;

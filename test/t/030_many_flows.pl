@@ -16,6 +16,7 @@ my $n = 100;
 my $node = PostgreSQL::Test::Cluster->new('many');
 $node->init(allows_streaming => 'logical');
 $node->append_conf('postgresql.conf', "shared_preload_libraries = 'autocdc'");
+$node->append_conf('postgresql.conf', 'autocdc.enabled = off');
 # an engine crash must not hide the remaining assertions; it is reported below
 $node->append_conf('postgresql.conf', "restart_after_crash = on");
 # performance only (the test framework sets 1MB); slots are left alone

@@ -16,6 +16,7 @@ use Test::More;
 my $node = PostgreSQL::Test::Cluster->new('dump');
 $node->init(allows_streaming => 'logical');
 $node->append_conf('postgresql.conf', "shared_preload_libraries = 'autocdc'");
+$node->append_conf('postgresql.conf', 'autocdc.enabled = off');
 $node->start;
 
 $node->safe_psql('postgres', 'CREATE DATABASE src');
