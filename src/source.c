@@ -103,11 +103,18 @@ typedef struct DecodeState
 	MemoryContext relcxt;		/* relation maps, for the whole pass */
 } DecodeState;
 
-/* Prefix of this database's slot names for the installed extension. */
+/*
+ * Prefix of this database's slot names for the installed extension and the
+ * database's current tablespace.  WAL written before ALTER DATABASE SET
+ * TABLESPACE cannot be decoded after it (PostgreSQL maps the relation files
+ * it names through the database's new tablespace), so a moved database
+ * gets a new slot and its flows a resync, instead of a decoding error.
+ */
 static char *
 slot_prefix(void)
 {
-	return psprintf("autocdc_%u_", get_extension_oid("autocdc", false));
+	return psprintf("autocdc_%u_%u_", get_extension_oid("autocdc", false),
+					MyDatabaseTableSpace);
 }
 
 /*

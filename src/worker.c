@@ -68,6 +68,8 @@
 #define RESTART_DELAY_MS 1000
 /* A registered worker that has not started after this long is given up (ms). */
 #define START_TIMEOUT_MS 30000
+/* The launcher looks at pg_database at least this often (ms). */
+#define LAUNCHER_NAPTIME_MS 10000
 /* How often the worker prunes the run log (ms). */
 #define PRUNE_INTERVAL_MS 60000
 
@@ -421,9 +423,9 @@ launcher_start_worker(Oid dboid)
 
 /*
  * One look at the databases: forget dropped ones, start the workers that
- * are missing.
+ * are missing.  Returns true if a restart waits for its delay.
  */
-static void
+static bool
 launcher_scan(void)
 {
 	List	   *dbs = launcher_databases();
@@ -432,6 +434,7 @@ launcher_scan(void)
 	int			running = 0;
 	int			i;
 	ListCell   *lc;
+	bool		pending = false;
 
 	LWLockAcquire(wshared->lock, LW_EXCLUSIVE);
 	for (i = 0; i < MAX_DATABASES; i++)
@@ -462,7 +465,10 @@ launcher_scan(void)
 			continue;
 		if (e->exited_at != 0 &&
 			!TimestampDifferenceExceeds(e->exited_at, now, RESTART_DELAY_MS))
+		{
+			pending = true;
 			continue;
+		}
 		to_start = lappend_oid(to_start, dboid);
 	}
 	LWLockRelease(wshared->lock);
@@ -494,6 +500,7 @@ launcher_scan(void)
 	}
 	list_free(dbs);
 	list_free(to_start);
+	return pending;
 }
 
 /* The launcher leaves the registry. */
@@ -510,6 +517,8 @@ launcher_detach(int code, Datum arg)
 void
 autocdc_launcher_main(Datum arg)
 {
+	bool		pending;
+
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
@@ -530,9 +539,10 @@ autocdc_launcher_main(Datum arg)
 			ProcessConfigFile(PGC_SIGHUP);
 		}
 		ResetLatch(MyLatch);
-		launcher_scan();
+		pending = launcher_scan();
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 Max(autocdc_naptime, RESTART_DELAY_MS), PG_WAIT_EXTENSION);
+						 pending ? RESTART_DELAY_MS / 4 : LAUNCHER_NAPTIME_MS,
+						 PG_WAIT_EXTENSION);
 	}
 }
 

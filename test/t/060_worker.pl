@@ -1,0 +1,302 @@
+
+# The background worker (SPEC §5): continuous apply without run_flow, woken
+# at commit; pause/resume; coexistence with run_flow (same result as one
+# applier, every event exactly once); error state, back-off and recovery
+# after skip_events while other flows go on; SIGKILL (crash restart),
+# SIGTERM of worker and launcher, server restart; and every drop path:
+# drop_flow, DROP EXTENSION, DROP DATABASE, ALTER DATABASE RENAME / SET
+# TABLESPACE, CREATE DATABASE ... TEMPLATE, a failing DDL, run by a
+# non-superuser where PostgreSQL allows it - nothing left behind.
+
+use strict;
+use warnings;
+
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('worker');
+$node->init(allows_streaming => 'logical');
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'autocdc'");
+# a long naptime: a worker that applies within seconds was woken at commit
+$node->append_conf('postgresql.conf', "autocdc.naptime = '20s'");
+$node->append_conf('postgresql.conf', "restart_after_crash = on");
+$node->start;
+
+# pids of the workers (comma-separated) of a database
+sub workers
+{
+	my ($db) = @_;
+	return $node->safe_psql('postgres', qq{
+		SELECT coalesce(string_agg(pid::text, ',' ORDER BY pid), '')
+		  FROM pg_stat_activity WHERE backend_type = 'autocdc worker' AND datname = '$db'});
+}
+
+sub launcher
+{
+	return $node->safe_psql('postgres', q{
+		SELECT coalesce(string_agg(pid::text, ','), '')
+		  FROM pg_stat_activity WHERE backend_type = 'autocdc launcher'});
+}
+
+sub wait_for
+{
+	my ($db, $sql, $what) = @_;
+	ok($node->poll_query_until($db, $sql), $what);
+}
+
+# a target and its reference (same flow definition, applied by run_flow) agree
+sub same_rows
+{
+	my ($db, $a, $b) = @_;
+	return $node->safe_psql($db, qq{
+		SELECT count(*) = 0 FROM ((TABLE $a EXCEPT ALL TABLE $b)
+								  UNION ALL (TABLE $b EXCEPT ALL TABLE $a)) d});
+}
+
+# events: 40 keys, random sequences (ties and late events), 10% deletes
+sub insert_events
+{
+	my ($db, $feed, $n) = @_;
+	$node->safe_psql($db, qq{
+		INSERT INTO $feed
+		SELECT (random() * 40)::int, md5(random()::text), (random() * 1000)::int,
+			   CASE WHEN random() < 0.1 THEN 'D' ELSE 'U' END
+		  FROM generate_series(1, $n)});
+}
+
+my $flows_sql = q{
+	CREATE EXTENSION autocdc;
+	CREATE TABLE feed (k int, v text, seq int, op text);
+	SELECT autocdc.create_flow('t1', 'feed', '{k}', 'seq', apply_as_deletes => 'op = ''D''');
+	SELECT autocdc.create_flow('t2', 'feed', '{k}', 'seq', apply_as_deletes => 'op = ''D''',
+							   stored_as_scd_type => '2');
+	SELECT autocdc.create_flow('r1', 'feed', '{k}', 'seq', apply_as_deletes => 'op = ''D''',
+							   continuous => false);
+	SELECT autocdc.create_flow('r2', 'feed', '{k}', 'seq', apply_as_deletes => 'op = ''D''',
+							   stored_as_scd_type => '2', continuous => false);
+};
+
+# --- launcher, one worker per database with autocdc ----------------------
+wait_for('postgres', q{SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'autocdc launcher'},
+	'the launcher runs');
+$node->safe_psql('postgres', 'CREATE DATABASE app');
+$node->safe_psql('app', $flows_sql);
+wait_for('postgres', q{SELECT count(*) = 1 FROM pg_stat_activity
+						WHERE backend_type = 'autocdc worker' AND datname = 'app'},
+	'CREATE EXTENSION starts a worker for the database');
+is(workers('postgres'), '', 'no worker stays in a database without autocdc');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_stat_activity
+		 WHERE backend_type = 'autocdc worker' AND datname LIKE 'template%'}),
+	'0', 'no worker in template databases');
+
+# --- continuous apply, no run_flow -----------------------------------------
+$node->safe_psql('app', 'SELECT * FROM autocdc.run_flow(\'r1\')');	# creates the slot
+insert_events('app', 'feed', 300);
+wait_for('app', q{SELECT bool_and(num_events = 300) FROM autocdc.flows WHERE name IN ('t1', 't2')},
+	'the worker applies both flows within seconds of the commit (naptime is 20 s)');
+$node->safe_psql('app', q{SELECT * FROM autocdc.run_flow('r1'); SELECT * FROM autocdc.run_flow('r2')});
+is(same_rows('app', 't1', 'r1'), 't', 'SCD 1 target equals the run_flow reference');
+is(same_rows('app', 't2', 'r2'), 't', 'SCD 2 target equals the run_flow reference');
+is($node->safe_psql('app', q{SELECT count(*) > 0 FROM autocdc.flow_runs WHERE flow = 't1' AND status = 'ok'}),
+	't', 'worker runs are logged');
+like($node->safe_psql('postgres', q{SELECT query FROM pg_stat_activity WHERE backend_type = 'autocdc worker'}),
+	qr/^autocdc: /, 'pg_stat_activity shows what the worker does');
+
+# --- pause and resume --------------------------------------------------------
+$node->safe_psql('app', q{SELECT autocdc.pause_flow('t1')});
+insert_events('app', 'feed', 50);
+wait_for('app', q{SELECT num_events = 350 FROM autocdc.flows WHERE name = 't2'},
+	'the other flow goes on');
+is($node->safe_psql('app', q{SELECT state || ' ' || num_events FROM autocdc.flows WHERE name = 't1'}),
+	'paused 300', 'a paused flow is left alone');
+$node->safe_psql('app', q{SELECT autocdc.resume_flow('t1')});
+wait_for('app', q{SELECT num_events = 350 FROM autocdc.flows WHERE name = 't1'},
+	'a resumed flow catches up');
+
+# --- run_flow and the worker on one flow ------------------------------------
+# run_flow in a loop while events arrive: every event once, same result.
+my $loop = IPC::Run::start(
+	[ 'psql', '-X', '-q', '-d', $node->connstr('app'), '-c', q{
+		DO $$ BEGIN FOR i IN 1..60 LOOP
+			PERFORM * FROM autocdc.run_flow('t1');
+			COMMIT;
+			PERFORM pg_sleep(0.02);
+		END LOOP; END $$} ],
+	'>', \my $loop_out, '2>', \my $loop_err);
+for my $i (1 .. 20)
+{
+	insert_events('app', 'feed', 20);
+}
+$loop->finish;
+is($loop_err, '', 'run_flow never fails beside the worker');
+wait_for('app', q{SELECT bool_and(num_events = 750) FROM autocdc.flows WHERE name IN ('t1', 't2')},
+	'every event applied exactly once with two appliers');
+$node->safe_psql('app', q{SELECT * FROM autocdc.run_flow('r1'); SELECT * FROM autocdc.run_flow('r2')});
+is(same_rows('app', 't1', 'r1'), 't', 'same result as a single applier (SCD 1)');
+is(same_rows('app', 't2', 'r2'), 't', 'same result as a single applier (SCD 2)');
+
+# --- a failing flow: error state, back-off, recovery after skip_events -----
+$node->safe_psql('app', q{
+	CREATE TABLE feed_e (k int, v text, seq int);
+	SELECT autocdc.create_flow('e1', 'feed_e', '{k}', 'seq');
+	INSERT INTO feed_e VALUES (1, 'a', 1);
+});
+wait_for('app', q{SELECT num_events = 1 FROM autocdc.flows WHERE name = 'e1'}, 'e1 runs');
+$node->safe_psql('app', q{INSERT INTO feed_e VALUES (2, 'bad', NULL)});
+my $bad = $node->safe_psql('app', 'SELECT pg_current_wal_lsn()');
+wait_for('app', q{SELECT state = 'error' AND last_error LIKE '%null sequence%' FROM autocdc.flows WHERE name = 'e1'},
+	'a poisoned event puts the flow in state error with its message');
+is($node->safe_psql('app', q{SELECT retries > 0 AND retry_at > last_error_at FROM autocdc.flow_state WHERE name = 'e1'}),
+	't', 'the failed flow is retried after a back-off');
+is($node->safe_psql('app', q{SELECT count(*) > 0 FROM autocdc.flow_runs WHERE flow = 'e1' AND status = 'error'}),
+	't', 'the failed run is logged');
+insert_events('app', 'feed', 10);
+wait_for('app', q{SELECT num_events = 760 FROM autocdc.flows WHERE name = 't1'},
+	'the other flows go on');
+$node->safe_psql('app', qq{SELECT autocdc.skip_events('e1', '$bad')});
+$node->safe_psql('app', q{INSERT INTO feed_e VALUES (3, 'c', 2)});
+wait_for('app', q{SELECT state = 'idle' AND num_events = 2 AND num_skipped_events = 1
+					FROM autocdc.flows WHERE name = 'e1'},
+	'after skip_events the flow continues by itself');
+is($node->safe_psql('app', 'SELECT string_agg(k::text, \',\' ORDER BY k) FROM e1'), '1,3',
+	'the skipped event is not applied, the next one is');
+
+# --- SIGKILL of the worker: crash restart, nothing lost or doubled ---------
+my $ins = IPC::Run::start(
+	[ 'psql', '-X', '-q', '-d', $node->connstr('app'), '-c', q{
+		DO $$ BEGIN FOR i IN 1..3000 LOOP
+			INSERT INTO feed VALUES ((random() * 40)::int, md5(random()::text), (random() * 1000)::int,
+									 CASE WHEN random() < 0.1 THEN 'D' ELSE 'U' END);
+			COMMIT;
+		END LOOP; END $$} ],
+	'>', \my $ins_out, '2>', \my $ins_err);
+$node->poll_query_until('app', 'SELECT count(*) > 1200 FROM feed');
+my $w = workers('app');
+ok($w ne '', 'a worker is applying while events arrive');
+kill 'KILL', $w;
+$ins->finish;	# the crash restart ends the inserting session too
+$node->poll_query_until('postgres', 'SELECT 1', '1');
+wait_for('app', q{SELECT bool_and(f.num_events = (SELECT count(*) FROM feed))
+					FROM autocdc.flows f WHERE f.name IN ('t1', 't2')},
+	'after a crash every committed event is applied exactly once');
+$node->safe_psql('app', q{SELECT * FROM autocdc.run_flow('r1'); SELECT * FROM autocdc.run_flow('r2')});
+is(same_rows('app', 't1', 'r1'), 't', 'SCD 1 target is right after the crash');
+is(same_rows('app', 't2', 'r2'), 't', 'SCD 2 target is right after the crash');
+
+# --- SIGTERM of worker and launcher ------------------------------------------
+$w = workers('app');
+kill 'TERM', $w;
+wait_for('postgres', qq{SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'autocdc worker'
+						  AND datname = 'app' AND pid <> $w},
+	'a terminated worker is replaced');
+$w = workers('app');
+my $l = launcher();
+kill 'TERM', $l;
+wait_for('postgres', qq{SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'autocdc launcher'
+						  AND pid <> $l},
+	'a terminated launcher is restarted');
+sleep 2;
+is(workers('app'), $w, 'a restarted launcher does not start a second worker');
+insert_events('app', 'feed', 10);
+wait_for('app', q{SELECT bool_and(f.num_events = (SELECT count(*) FROM feed))
+					FROM autocdc.flows f WHERE f.name IN ('t1', 't2')},
+	'and the worker goes on applying');
+
+# --- server restart ------------------------------------------------------------
+$node->restart;
+insert_events('app', 'feed', 10);
+wait_for('app', q{SELECT bool_and(f.num_events = (SELECT count(*) FROM feed))
+					FROM autocdc.flows f WHERE f.name IN ('t1', 't2')},
+	'after a restart the worker applies again');
+
+# --- database DDL while the worker runs --------------------------------------
+my $tsdir = $node->basedir . '/ts';
+mkdir $tsdir;
+$node->safe_psql('postgres', qq{
+	CREATE ROLE dbowner LOGIN CREATEDB;
+	CREATE TABLESPACE ts LOCATION '$tsdir';
+	GRANT CREATE ON TABLESPACE ts TO dbowner;
+	CREATE DATABASE app3 OWNER dbowner;
+});
+$node->safe_psql('app3', $flows_sql);
+$node->safe_psql('app3', 'SELECT * FROM autocdc.run_flow(\'r1\')');
+insert_events('app3', 'feed', 20);
+wait_for('app3', q{SELECT num_events = 20 FROM autocdc.flows WHERE name = 't1'}, 'app3 has a working worker');
+
+my ($ret, $out, $err) = $node->psql('postgres', 'ALTER DATABASE app3 RENAME TO app',
+	extra_params => [ '-U', 'dbowner' ]);
+isnt($ret, 0, 'a failing RENAME fails as it would without autocdc');
+wait_for('postgres', q{SELECT count(*) = 1 FROM pg_stat_activity
+						WHERE backend_type = 'autocdc worker' AND datname = 'app3'},
+	'and the worker comes back');
+
+($ret, $out, $err) = $node->psql('postgres', 'ALTER DATABASE app3 RENAME TO app4',
+	extra_params => [ '-U', 'dbowner' ]);
+is($ret, 0, 'the database owner renames the database while its worker runs') or diag($err);
+wait_for('postgres', q{SELECT count(*) = 1 FROM pg_stat_activity
+						WHERE backend_type = 'autocdc worker' AND datname = 'app4'},
+	'the worker comes back in the renamed database');
+
+($ret, $out, $err) = $node->psql('postgres', 'ALTER DATABASE app4 SET TABLESPACE ts',
+	extra_params => [ '-U', 'dbowner' ]);
+is($ret, 0, 'ALTER DATABASE SET TABLESPACE works while the worker runs') or diag($err);
+wait_for('postgres', q{SELECT count(*) = 1 FROM pg_stat_activity
+						WHERE backend_type = 'autocdc worker' AND datname = 'app4'},
+	'the worker comes back after the move');
+# PostgreSQL cannot decode WAL written before the move: the flows say so
+wait_for('app4', q{SELECT bool_and(state = 'needs_resync') FROM autocdc.flows WHERE name IN ('t1', 't2')},
+	'after SET TABLESPACE the flows need a resync instead of failing');
+$node->safe_psql('app4', q{SELECT * FROM autocdc.full_refresh('t1')});
+$node->safe_psql('app4', q{SELECT * FROM autocdc.full_refresh('t2')});
+is($node->safe_psql('app4', q{SELECT string_agg(state, ',') FROM autocdc.flows WHERE name IN ('t1', 't2')}),
+	'idle,idle', 'full_refresh brings them back');
+
+($ret, $out, $err) = $node->psql('postgres', 'CREATE DATABASE app5 TEMPLATE app4',
+	extra_params => [ '-U', 'dbowner' ]);
+is($ret, 0, 'CREATE DATABASE ... TEMPLATE works while the template\'s worker runs') or diag($err);
+wait_for('postgres', q{SELECT count(*) = 2 FROM pg_stat_activity
+						WHERE backend_type = 'autocdc worker' AND datname IN ('app4', 'app5')},
+	'both databases have their worker');
+is($node->safe_psql('app5', q{SELECT state FROM autocdc.flows WHERE name = 't1'}),
+	'needs_resync', 'a copied flow needs a resync (its progress belongs to another slot)');
+my $n4 = $node->safe_psql('app4', q{SELECT num_events FROM autocdc.flows WHERE name = 't1'});
+insert_events('app4', 'feed', 5);
+wait_for('app4', qq{SELECT num_events = $n4 + 5 FROM autocdc.flows WHERE name = 't1'},
+	'the template database goes on applying');
+
+($ret, $out, $err) = $node->psql('postgres', 'DROP DATABASE app4', extra_params => [ '-U', 'dbowner' ]);
+is($ret, 0, 'the owner drops a database while its worker runs') or diag($err);
+is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_replication_slots WHERE database = 'app4'}),
+	'0', 'no slot of the dropped database is left');
+$node->safe_psql('postgres', 'DROP DATABASE app5');
+
+# --- drop_flow and DROP EXTENSION leave nothing behind ---------------------
+$node->safe_psql('app', q{
+	SELECT autocdc.drop_flow(name, true) FROM autocdc.flows WHERE kind = 'cdc';
+});
+wait_for('postgres', q{SELECT count(*) = 0 FROM pg_replication_slots WHERE database = 'app'},
+	'once no flow needs it, the worker drops the slot');
+$node->safe_psql('app', q{
+	SELECT autocdc.create_flow('t9', 'feed', '{k}', 'seq');
+});
+insert_events('app', 'feed', 5);
+wait_for('app', q{SELECT num_events > 0 FROM autocdc.flows WHERE name = 't9'},
+	'a new flow gets a new slot from the worker');
+$node->safe_psql('app', 'DROP EXTENSION autocdc CASCADE');
+wait_for('postgres', q{SELECT count(*) = 0 FROM pg_replication_slots WHERE database = 'app'},
+	'after DROP EXTENSION the worker drops the slot');
+wait_for('postgres', q{SELECT count(*) = 0 FROM pg_stat_activity
+						WHERE backend_type = 'autocdc worker' AND datname = 'app'},
+	'and exits');
+sleep 2;
+is(workers('app'), '', 'a worker whose extension was dropped is not restarted');
+is($node->safe_psql('app', q{SELECT count(*) FROM pg_publication}), '0', 'no publication is left');
+$node->safe_psql('app', 'CREATE EXTENSION autocdc');
+wait_for('postgres', q{SELECT count(*) = 1 FROM pg_stat_activity
+						WHERE backend_type = 'autocdc worker' AND datname = 'app'},
+	'CREATE EXTENSION again brings the worker back');
+
+$node->stop;
+done_testing();
