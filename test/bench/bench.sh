@@ -35,50 +35,17 @@ SMALL=${BENCH_SMALL:-10000}
 BIG=${BENCH_BIG:-1000000}
 PREPOP=${BENCH_PREPOP:-"0 $SMALL $BIG"}
 
-[ "${AUTOCDC_SKIP_SETUP:-}" = 1 ] || bash "$here/../setup.sh"
-bin=/usr/lib/postgresql/15/bin
-
-work=$(mktemp -d /tmp/autocdc-bench.XXXXXX)
-chmod 700 "$work"
-cp "$here"/*.sql "$work/"
-chown -R postgres:postgres "$work"
-cleanup() {
-	if [ "${BENCH_KEEP:-}" = 1 ]; then
-		echo "cluster left running: psql -h $work -p $port -U postgres bench"
-		echo "stop it with: runuser -u postgres -- $bin/pg_ctl -D $work/data stop && rm -rf $work"
-		return
-	fi
-	if [ -f "$work/data/postmaster.pid" ]; then
-		runuser -u postgres -- "$bin/pg_ctl" -D "$work/data" -m fast -w stop >/dev/null 2>&1 || true
-	fi
-	rm -rf "$work"
-}
-port=$((20000 + RANDOM % 30000))
-while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((port + 1)); done
-trap cleanup EXIT
-cd "$work"
-
-as_pg() { runuser -u postgres -- "$@"; }
-as_pg "$bin/initdb" -D "$work/data" -U postgres -A trust -E UTF8 --locale=C >/dev/null
-cat >>"$work/data/postgresql.conf" <<EOF
-listen_addresses = ''
-port = $port
-unix_socket_directories = '$work'
-shared_preload_libraries = 'autocdc'
-wal_level = logical
-shared_buffers = 1GB
+# a throwaway cluster as the postgres OS account: $work, $port, psql(), as_pg()
+BENCH_CONF="shared_buffers = 1GB
 max_wal_size = 4GB
 checkpoint_timeout = 30min
 work_mem = 64MB
 maintenance_work_mem = 256MB
 effective_cache_size = 4GB
-${BENCH_PGCONF:-}
-EOF
-if ! as_pg "$bin/pg_ctl" -D "$work/data" -l "$work/server.log" -w start >/dev/null; then
-	cat "$work/server.log" >&2
-	exit 1
-fi
-psql() { as_pg "$bin/psql" -X -q -h "$work" -p "$port" -U postgres -v ON_ERROR_STOP=1 "$@"; }
+autocdc.enabled = off	# the flows here are applied by run_flow() only"
+. "$here/cluster.sh"
+cp "$here"/*.sql "$work/"
+chown -R postgres:postgres "$work"
 
 echo "autocdc benchmark: $N events per batch; targets of ${PREPOP// /, } rows before the batch"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews the times)"
