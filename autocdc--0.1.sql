@@ -229,6 +229,8 @@ SELECT f.name,
 		   ELSE 'idle'
 	   END AS state,
 	   coalesce(pe.error, s.last_error) AS last_error,
+	   CASE WHEN pe.error IS NOT NULL THEN pe.at ELSE s.last_error_at END AS last_error_at,
+	   s.retry_at,
 	   s.last_run_at,
 	   s.num_events,
 	   s.num_upserted_rows,
@@ -250,7 +252,7 @@ SELECT f.name,
   JOIN autocdc.target t ON t.id = f.target_id
   LEFT JOIN autocdc.flow_state s ON s.name = f.name
   LEFT JOIN autocdc._slot_info() sl ON true
-  LEFT JOIN LATERAL (SELECT p.error FROM autocdc._pending_errors() p
+  LEFT JOIN LATERAL (SELECT p.error, p.at FROM autocdc._pending_errors() p
 					  WHERE p.flow = f.name ORDER BY p.at DESC LIMIT 1) pe ON true
  WHERE pg_catalog.pg_has_role(CURRENT_USER, f.owner, 'USAGE')
 	OR pg_catalog.pg_has_role(CURRENT_USER, 'pg_read_all_stats', 'USAGE');
