@@ -838,6 +838,9 @@ worker_init(void)
 	prev_ProcessUtility = ProcessUtility_hook;
 	ProcessUtility_hook = worker_ProcessUtility;
 
+	/* pg_upgrade's servers must not create slots or touch flows */
+	if (IsBinaryUpgrade)
+		return;
 	memset(&bgw, 0, sizeof(bgw));
 	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
