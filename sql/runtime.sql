@@ -269,8 +269,28 @@ SELECT * FROM autocdc.run_flow('r_part');
 INSERT INTO r_pfeed VALUES (1, 'a2', 200), (3, 'c', 5), (2, 'b-late', 120);
 SELECT * FROM autocdc.run_flow('r_part');
 SELECT * FROM r_part ORDER BY k;
+-- a partition whose columns are in another order (and has a dropped one)
+CREATE TABLE r_pfeed_3 (x int, seq int, v text, k int);
+ALTER TABLE r_pfeed_3 DROP COLUMN x;
+ALTER TABLE r_pfeed ATTACH PARTITION r_pfeed_3 FOR VALUES FROM (1000) TO (2000);
+INSERT INTO r_pfeed VALUES (4, 'd', 1500), (1, 'a3', 1600);
+SELECT * FROM autocdc.run_flow('r_part');
+SELECT * FROM r_part ORDER BY k;
 SELECT autocdc.drop_flow('r_part', true);
 DROP TABLE r_pfeed;
+
+-- values stored out of line (TOAST) arrive whole
+CREATE TABLE r_tfeed (k int, v text, seq int);
+SELECT autocdc.create_flow('r_toast', 'r_tfeed', '{k}', 'seq', continuous => false);
+SELECT * FROM autocdc.run_flow('r_toast');
+INSERT INTO r_tfeed
+SELECT i, (SELECT string_agg(md5(i::text || g::text), '') FROM generate_series(1, 3000) g), i
+  FROM generate_series(1, 3) i;
+SELECT * FROM autocdc.run_flow('r_toast');
+SELECT t.k, length(t.v) AS len, t.v = f.v AS same_value
+  FROM r_toast t JOIN r_tfeed f USING (k) ORDER BY k;
+SELECT autocdc.drop_flow('r_toast', true);
+DROP TABLE r_tfeed;
 
 -- each role sees the flows (and runs) it may act for; errors can quote source values
 CREATE ROLE regress_r_other;

@@ -52,4 +52,12 @@ compat_GetXLogInsertEndRecPtr(void)
 }
 #endif
 
+/* The new tuple of a decoded change (17 dropped ReorderBufferTupleBuf). */
+#if PG_VERSION_NUM >= 170000
+#define compat_change_newtuple(change) ((change)->data.tp.newtuple)
+#else
+#define compat_change_newtuple(change) \
+	((change)->data.tp.newtuple ? &(change)->data.tp.newtuple->tuple : NULL)
+#endif
+
 #endif							/* AUTOCDC_COMPAT_H */

@@ -27,28 +27,28 @@
  */
 #include "postgres.h"
 
+#include "access/detoast.h"
 #include "access/htup_details.h"
 #include "access/relation.h"
-#include "utils/acl.h"
 #include "access/transam.h"
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "access/xlogutils.h"
 #include "catalog/namespace.h"
+#include "catalog/partition.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
-#include "libpq/pqformat.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "replication/decode.h"
 #include "replication/logical.h"
-#include "replication/logicalproto.h"
 #include "replication/origin.h"
 #include "replication/slot.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "storage/procarray.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/inval.h"
@@ -59,7 +59,6 @@
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
-#include "catalog/pg_type.h"
 #include "access/table.h"
 #include "funcapi.h"
 
@@ -68,11 +67,18 @@
 
 PG_FUNCTION_INFO_V1(autocdc_slot_info);
 
-/* A relation announced by pgoutput, mapped onto the feed's current columns. */
+/*
+ * A decoded table (a feed, or a partition of one) and, per flow of the pass,
+ * how its columns (as of the decoded transaction) map onto the flow's feed
+ * as it is now.
+ */
 typedef struct DecodedRel
 {
-	LogicalRepRelId relid;
-	int		   *map;			/* feed attno-1 -> message column, -1 none */
+	Oid			relid;			/* hash key */
+	bool		wanted;			/* some flow of the pass reads it */
+	int		  **maps;			/* per flow: feed attno-1 -> decoded attno-1
+								 * (-1: none); NULL: the flow does not read
+								 * it */
 } DecodedRel;
 
 /* One flow's share of a decoding pass. */
@@ -81,10 +87,6 @@ typedef struct FeedCapture
 	Capture    *c;
 	Relation	feed;
 	TupleDesc	feeddesc;
-	FmgrInfo   *typinput;		/* per feed column, looked up once */
-	FmgrInfo   *typrecv;		/* fn_oid 0: no binary receive */
-	Oid		   *typioparam;
-	List	   *rels;			/* DecodedRel */
 	Snapshot	first;			/* first read: keep what this did not show */
 	bool		keep;			/* keep the current transaction's inserts */
 	bool		skip;			/* current transaction is skipped */
@@ -94,14 +96,20 @@ typedef struct FeedCapture
 /* State of one decoding pass, shared by the flows it serves. */
 typedef struct DecodeState
 {
-	List	   *feeds;			/* FeedCapture, flows still captured */
+	List	   *feeds;			/* FeedCapture */
+	int			nfeeds;
 	XLogRecPtr	commit_lsn;		/* of the current transaction */
-	TimestampTz commit_time;
+	bool		any_keep;		/* some flow keeps the current transaction */
 	int64		kept;			/* rows put into batches so far */
+	HTAB	   *rels;			/* DecodedRel by relid */
 	ResourceOwner owner;		/* for the batches' temporary files */
-	MemoryContext cxt;			/* reset after each message */
-	MemoryContext relcxt;		/* relation maps, for the whole pass */
+	MemoryContext cxt;			/* reset after each change */
+	MemoryContext relcxt;		/* the relation maps */
 } DecodeState;
+
+/* Set when the relcache changed: the relation maps are rebuilt. */
+static bool decode_maps_stale = false;
+static bool decode_relcache_callback_registered = false;
 
 /*
  * Prefix of this database's slot names for the installed extension and the
@@ -286,21 +294,6 @@ first_read_snapshot(void)
 	return snap;
 }
 
-/* The type's binary receive function, if any. */
-static Oid
-get_typ_receive(Oid typid)
-{
-	HeapTuple	tp = SearchSysCache1(TYPEOID, ObjectIdGetDatum(typid));
-	Oid			result = InvalidOid;
-
-	if (HeapTupleIsValid(tp))
-	{
-		result = ((Form_pg_type) GETSTRUCT(tp))->typreceive;
-		ReleaseSysCache(tp);
-	}
-	return result;
-}
-
 /* Did the first-read snapshot show the (top-level) transaction xid? */
 static bool
 snapshot_showed(Snapshot snap, TransactionId xid)
@@ -410,7 +403,7 @@ filter_by_origin(LogicalDecodingContext *ctx, RepOriginId origin_id)
 	return plugin_filter_by_origin ? plugin_filter_by_origin(ctx, origin_id) : false;
 }
 
-/* pgoutput writer callbacks: we consume ctx->out in do_write. */
+/* pgoutput's writer callbacks; nothing is written, see capture_change. */
 static void
 decode_prepare_write(LogicalDecodingContext *ctx, XLogRecPtr lsn,
 					 TransactionId xid, bool last_write)
@@ -418,203 +411,213 @@ decode_prepare_write(LogicalDecodingContext *ctx, XLogRecPtr lsn,
 	resetStringInfo(ctx->out);
 }
 
+static void
+decode_write(LogicalDecodingContext *ctx, XLogRecPtr lsn, TransactionId xid,
+			 bool last_write)
+{
+}
+
+/* Any relcache change may change a decoded table's columns. */
+static void
+decode_relcache_callback(Datum arg, Oid relid)
+{
+	decode_maps_stale = true;
+}
+
+/* The relation maps, empty. */
+static void
+decode_reset_rels(DecodeState *st)
+{
+	HASHCTL		hctl;
+
+	MemoryContextReset(st->relcxt);
+	hctl.keysize = sizeof(Oid);
+	hctl.entrysize = sizeof(DecodedRel);
+	hctl.hcxt = st->relcxt;
+	st->rels = hash_create("autocdc decoded relations", 64, &hctl,
+						   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	decode_maps_stale = false;
+}
+
 /*
- * Map a relation message onto the current columns of every feed captured
- * from it.  A column whose type changed stops that flow's capture: its
+ * How the decoded table rel (its columns as of the decoded transaction)
+ * maps onto each flow's feed: the feed itself, or a partition of it, by
+ * column name.  A column whose type changed stops that flow's capture: its
  * error is raised when the flow is applied, so other flows go on.
  */
-static void
-decode_relation(DecodeState *st, StringInfo in)
+static DecodedRel *
+decode_rel(DecodeState *st, Relation rel)
 {
-	LogicalRepRelation *rel = logicalrep_read_rel(in);
+	Oid			relid = RelationGetRelid(rel);
+	TupleDesc	hdesc = RelationGetDescr(rel);
+	DecodedRel *dr;
+	bool		found;
+	List	   *ancestors = NIL;
 	ListCell   *fl;
+	int			k = 0;
 
+	if (decode_maps_stale)
+		decode_reset_rels(st);
+	dr = hash_search(st->rels, &relid, HASH_ENTER, &found);
+	if (found)
+		return dr;
+	dr->wanted = false;
+	dr->maps = MemoryContextAllocZero(st->relcxt, sizeof(int *) * st->nfeeds);
+	if (rel->rd_rel->relispartition)
+		ancestors = get_partition_ancestors(relid);
 	foreach(fl, st->feeds)
 	{
 		FeedCapture *fc = lfirst(fl);
-		DecodedRel *dr;
-		ListCell   *lc;
+		Oid			source = fc->c->flow->source;
+		int		   *map;
 		int			i,
 					j;
 
-		if (rel->remoteid != fc->c->flow->source)
+		k++;
+		if (relid != source && !list_member_oid(ancestors, source))
 			continue;
-		foreach(lc, fc->rels)
-		{
-			dr = lfirst(lc);
-			if (dr->relid == rel->remoteid)
-			{
-				fc->rels = foreach_delete_current(fc->rels, lc);
-				break;
-			}
-		}
-		dr = palloc(sizeof(DecodedRel));
-		dr->relid = rel->remoteid;
-		dr->map = palloc(sizeof(int) * fc->feeddesc->natts);
+		map = MemoryContextAlloc(st->relcxt, sizeof(int) * fc->feeddesc->natts);
 		for (i = 0; i < fc->feeddesc->natts; i++)
 		{
 			Form_pg_attribute att = TupleDescAttr(fc->feeddesc, i);
 
-			dr->map[i] = -1;
+			map[i] = -1;
 			if (att->attisdropped)
 				continue;
-			for (j = 0; j < rel->natts; j++)
-				if (strcmp(rel->attnames[j], NameStr(att->attname)) == 0)
-				{
-					if (rel->atttyps[j] != att->atttypid && fc->c->error == NULL)
-						fc->c->error = MemoryContextStrdup(TopTransactionContext,
-														   psprintf("flow \"%s\": column \"%s\" of source \"%s\" changed type",
-																	fc->c->flow->name, NameStr(att->attname),
-																	get_rel_name(fc->c->flow->source)));
-					dr->map[i] = j;
-				}
+			for (j = 0; j < hdesc->natts; j++)
+			{
+				Form_pg_attribute hatt = TupleDescAttr(hdesc, j);
+
+				if (hatt->attisdropped || strcmp(NameStr(hatt->attname), NameStr(att->attname)) != 0)
+					continue;
+				if (hatt->atttypid != att->atttypid && fc->c->error == NULL)
+					fc->c->error = MemoryContextStrdup(TopTransactionContext,
+													   psprintf("flow \"%s\": column \"%s\" of source \"%s\" changed type",
+																fc->c->flow->name, NameStr(att->attname),
+																get_rel_name(source)));
+				map[i] = j;
+			}
 		}
-		fc->rels = lappend(fc->rels, dr);
+		dr->maps[k - 1] = map;
+		dr->wanted = true;
+	}
+	list_free(ancestors);
+	return dr;
+}
+
+/*
+ * Begin callback (instead of pgoutput's): which flows keep the transaction
+ * about to be replayed, by its commit position and the first-read
+ * snapshots.
+ */
+static void
+capture_begin(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
+{
+	DecodeState *st = ctx->output_writer_private;
+	ListCell   *fl;
+
+	st->commit_lsn = txn->final_lsn;
+	st->any_keep = false;
+	foreach(fl, st->feeds)
+	{
+		FeedCapture *fc = lfirst(fl);
+		FlowDef    *flow = fc->c->flow;
+
+		fc->ord = 0;
+		fc->keep = (!flow->has_progress || txn->final_lsn >= flow->progress) &&
+			(fc->first == NULL || !snapshot_showed(fc->first, txn->xid));
+		fc->skip = fc->keep && !XLogRecPtrIsInvalid(flow->skip_upto) &&
+			txn->final_lsn <= flow->skip_upto;
+		if (fc->keep && !fc->skip)
+			fc->c->m->last_commit_time = txn->xact_time.commit_time;
+		st->any_keep |= fc->keep;
 	}
 }
 
-/* Turn an insert message into a batch row of every flow reading its table. */
+/* Commit callback: nothing to do, the rows are in the batches. */
 static void
-decode_insert(DecodeState *st, StringInfo in)
+capture_commit(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
+			   XLogRecPtr commit_lsn)
 {
-	LogicalRepTupleData tup;
-	LogicalRepRelId relid;
+}
+
+/*
+ * Change callback (instead of pgoutput's, which would serialize every
+ * column for us to parse back): an insert into a flow's feed becomes a row
+ * of that flow's batch, taken from the decoded tuple itself.
+ */
+static void
+capture_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
+			   Relation relation, ReorderBufferChange *change)
+{
+	DecodeState *st = ctx->output_writer_private;
+	DecodedRel *dr;
+	TupleDesc	hdesc;
+	HeapTuple	tup;
+	Datum	   *hvalues = NULL;
+	bool	   *hnulls = NULL;
 	ListCell   *fl;
-	bool		wanted = false;
+	MemoryContext old;
+	int			k = 0;
 
-	/* peek at the relation id before parsing the tuple */
-	relid = pq_getmsgint(in, 4);
-	foreach(fl, st->feeds)
-	{
-		FeedCapture *fc = lfirst(fl);
-
-		if (relid == fc->c->flow->source && fc->keep && fc->c->error == NULL)
-		{
-			if (fc->skip)
-				fc->c->m->num_skipped++;
-			else
-				wanted = true;
-		}
-	}
-	if (!wanted)
+	if (change->action != REORDER_BUFFER_CHANGE_INSERT || !st->any_keep)
 		return;
-	in->cursor -= 4;
-	relid = logicalrep_read_insert(in, &tup);
-
+	dr = decode_rel(st, relation);
+	if (!dr->wanted)
+		return;
+	tup = compat_change_newtuple(change);
+	if (tup == NULL)
+		return;
+	hdesc = RelationGetDescr(relation);
+	old = MemoryContextSwitchTo(st->cxt);
 	foreach(fl, st->feeds)
 	{
 		FeedCapture *fc = lfirst(fl);
-		DecodedRel *dr = NULL;
-		ListCell   *lc;
+		int		   *map = dr->maps[k++];
 		TupleDesc	desc = fc->feeddesc;
 		Datum	   *values;
 		bool	   *nulls;
 		int			i;
-		HeapTuple	row;
 		Datum		bvalues[3];
 		bool		bnulls[3] = {false, false, false};
 		ResourceOwner saved;
 
-		if (relid != fc->c->flow->source || !fc->keep || fc->skip || fc->c->error != NULL)
+		if (map == NULL || !fc->keep || fc->c->error != NULL)
 			continue;
-		foreach(lc, fc->rels)
-			if (((DecodedRel *) lfirst(lc))->relid == relid)
-				dr = lfirst(lc);
-		if (dr == NULL)
-			elog(ERROR, "insert for relation %u without relation message", relid);
+		if (fc->skip)
+		{
+			fc->c->m->num_skipped++;
+			continue;
+		}
+		if (hvalues == NULL)
+		{
+			int			j;
 
+			hvalues = palloc(sizeof(Datum) * hdesc->natts);
+			hnulls = palloc(sizeof(bool) * hdesc->natts);
+			heap_deform_tuple(tup, hdesc, hvalues, hnulls);
+			/* the decoder hands over TOASTed values as pointers into its memory */
+			for (j = 0; j < hdesc->natts; j++)
+				if (!hnulls[j] && TupleDescAttr(hdesc, j)->attlen == -1 &&
+					VARATT_IS_EXTERNAL(DatumGetPointer(hvalues[j])))
+					hvalues[j] = PointerGetDatum(detoast_external_attr((struct varlena *)
+																	   DatumGetPointer(hvalues[j])));
+		}
 		values = palloc(sizeof(Datum) * desc->natts);
 		nulls = palloc(sizeof(bool) * desc->natts);
 		for (i = 0; i < desc->natts; i++)
 		{
-			Form_pg_attribute att = TupleDescAttr(desc, i);
-			int			j = dr->map[i];
-
-			values[i] = (Datum) 0;
-			nulls[i] = true;
-			if (j < 0 || j >= tup.ncols)
-				continue;
-			switch (tup.colstatus[j])
-			{
-				case LOGICALREP_COLUMN_TEXT:
-					values[i] = InputFunctionCall(&fc->typinput[i], tup.colvalues[j].data,
-												  fc->typioparam[i], att->atttypmod);
-					nulls[i] = false;
-					break;
-				case LOGICALREP_COLUMN_BINARY:
-					values[i] = ReceiveFunctionCall(&fc->typrecv[i], &tup.colvalues[j],
-													fc->typioparam[i], att->atttypmod);
-					tup.colvalues[j].cursor = 0;	/* the next flow reads it again */
-					nulls[i] = false;
-					break;
-				default:
-					break;
-			}
+			values[i] = map[i] < 0 ? (Datum) 0 : hvalues[map[i]];
+			nulls[i] = map[i] < 0 ? true : hnulls[map[i]];
 		}
-		row = heap_form_tuple(desc, values, nulls);
 		bvalues[0] = LSNGetDatum(st->commit_lsn);
 		bvalues[1] = Int64GetDatum(++fc->ord);
-		bvalues[2] = heap_copy_tuple_as_datum(row, desc);
+		bvalues[2] = heap_copy_tuple_as_datum(heap_form_tuple(desc, values, nulls), desc);
 		saved = CurrentResourceOwner;
 		CurrentResourceOwner = st->owner;
 		tuplestore_putvalues(fc->c->batch, fc->c->batchdesc, bvalues, bnulls);
 		CurrentResourceOwner = saved;
 		st->kept++;
-	}
-}
-
-/* Handle one pgoutput message. */
-static void
-decode_write(LogicalDecodingContext *ctx, XLogRecPtr lsn, TransactionId xid,
-			 bool last_write)
-{
-	DecodeState *st = ctx->output_writer_private;
-	StringInfoData in;
-	MemoryContext old;
-	char		type;
-
-	if (ctx->out->len == 0)
-		return;
-	old = MemoryContextSwitchTo(st->cxt);
-	in.data = ctx->out->data;
-	in.len = ctx->out->len;
-	in.maxlen = ctx->out->maxlen;
-	in.cursor = 1;
-	type = ctx->out->data[0];
-	switch (type)
-	{
-		case LOGICAL_REP_MSG_BEGIN:
-			{
-				LogicalRepBeginData b;
-				ListCell   *fl;
-
-				logicalrep_read_begin(&in, &b);
-				st->commit_lsn = b.final_lsn;
-				st->commit_time = b.committime;
-				foreach(fl, st->feeds)
-				{
-					FeedCapture *fc = lfirst(fl);
-					FlowDef    *flow = fc->c->flow;
-
-					fc->ord = 0;
-					fc->keep = (!flow->has_progress || b.final_lsn >= flow->progress) &&
-						(fc->first == NULL || !snapshot_showed(fc->first, b.xid));
-					fc->skip = fc->keep && !XLogRecPtrIsInvalid(flow->skip_upto) &&
-						b.final_lsn <= flow->skip_upto;
-					if (fc->keep && !fc->skip)
-						fc->c->m->last_commit_time = b.committime;
-				}
-				break;
-			}
-		case LOGICAL_REP_MSG_RELATION:
-			MemoryContextSwitchTo(st->relcxt);
-			decode_relation(st, &in);
-			break;
-		case LOGICAL_REP_MSG_INSERT:
-			decode_insert(st, &in);
-			break;
-		default:
-			break;
 	}
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(st->cxt);
@@ -683,34 +686,15 @@ progress_served(FlowDef *flow)
 		 flow->progress >= MyReplicationSlot->data.confirmed_flush);
 }
 
-/* Open a flow's feed and look up the input functions of its columns. */
+/* Open a flow's feed for a pass. */
 static FeedCapture *
 feed_capture_open(Capture *c)
 {
 	FeedCapture *fc = palloc0(sizeof(FeedCapture));
-	int			i;
 
 	fc->c = c;
 	fc->feed = table_open(c->flow->source, AccessShareLock);
 	fc->feeddesc = RelationGetDescr(fc->feed);
-	fc->typinput = palloc0(sizeof(FmgrInfo) * fc->feeddesc->natts);
-	fc->typrecv = palloc0(sizeof(FmgrInfo) * fc->feeddesc->natts);
-	fc->typioparam = palloc0(sizeof(Oid) * fc->feeddesc->natts);
-	for (i = 0; i < fc->feeddesc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(fc->feeddesc, i);
-		Oid			func;
-
-		if (att->attisdropped)
-			continue;
-		getTypeInputInfo(att->atttypid, &func, &fc->typioparam[i]);
-		fmgr_info(func, &fc->typinput[i]);
-		if (OidIsValid(get_typ_receive(att->atttypid)))
-		{
-			getTypeBinaryInputInfo(att->atttypid, &func, &fc->typioparam[i]);
-			fmgr_info(func, &fc->typrecv[i]);
-		}
-	}
 	return fc;
 }
 
@@ -772,6 +756,7 @@ source_capture_flows(List *captures, int64 max_events, bool resync_error,
 				continue;
 			}
 			st.feeds = lappend(st.feeds, feed_capture_open(c));
+			st.nfeeds++;
 			if (!c->flow->has_progress)
 				any_first = true;
 		}
@@ -833,6 +818,23 @@ source_capture_flows(List *captures, int64 max_events, bool resync_error,
 		ctx->output_writer_private = &st;
 		plugin_filter_by_origin = ctx->callbacks.filter_by_origin_cb;
 		ctx->callbacks.filter_by_origin_cb = filter_by_origin;
+
+		/*
+		 * pgoutput is the plugin (any server lets it decode), but its
+		 * transaction and change callbacks are replaced by ours: they read
+		 * the decoded tuples directly instead of pgoutput's messages.
+		 */
+		ctx->callbacks.begin_cb = capture_begin;
+		ctx->callbacks.change_cb = capture_change;
+		ctx->callbacks.commit_cb = capture_commit;
+		ctx->callbacks.truncate_cb = NULL;
+		ctx->callbacks.message_cb = NULL;
+		if (!decode_relcache_callback_registered)
+		{
+			CacheRegisterRelcacheCallback(decode_relcache_callback, (Datum) 0);
+			decode_relcache_callback_registered = true;
+		}
+		decode_reset_rels(&st);
 		saved_owner = CurrentResourceOwner;
 		XLogBeginRead(ctx->reader, MyReplicationSlot->data.restart_lsn);
 		InvalidateSystemCaches();
