@@ -4,15 +4,18 @@
  *		Feed capture: the database's replication slot, first reads under a
  *		snapshot, and logical decoding of committed feed inserts.
  *
- * One logical slot per database (plugin pgoutput, publication
- * autocdc_feeds) serves every flow.  A flow's progress is an LSN kept in
- * autocdc.flow_state: source transactions whose commit record starts before
- * it are applied.  A run decodes from the slot's confirmed position up to
- * the WAL flushed when it started and keeps the inserts into its feed from
- * transactions at or after its progress.  Before and after decoding, the
- * slot is confirmed up to the oldest committed progress of all flows (once
- * the commits recording it are flushed), so that it can forget what every
- * flow has applied.
+ * One logical slot per database serves every flow.  Its plugin is pgoutput
+ * (which every server lets decode), but its transaction and change
+ * callbacks are replaced by ours, which take the inserts into the flows'
+ * feeds straight from the decoded tuples.  A flow's progress is an LSN kept
+ * in autocdc.flow_state: source transactions whose commit record starts
+ * before it are applied.  A pass decodes from the slot's restart point up to
+ * the WAL flushed when it started and keeps, for each flow it serves, the
+ * inserts into its feed from transactions at or after its progress: one
+ * flow for run_flow, every due flow for the background worker.  Before and
+ * after decoding, the slot is confirmed up to the oldest committed progress
+ * of all flows (once the commits recording it are flushed), so that it can
+ * forget what every flow has applied.
  *
  * A first read takes a snapshot S, reads the feed under it, and then keeps
  * from the decoded stream exactly the transactions S did not show (its own
