@@ -57,6 +57,10 @@ typedef struct FlowDef
 	bool		once_done;
 	XLogRecPtr	skip_upto;
 	bool		paused;
+	/* snapshot flows (kind 's') */
+	char	   *source_function;	/* version function signature, or NULL */
+	char	   *snapshot_target;	/* qualified target name before creation */
+	char	   *snapshot_version;	/* last applied version as text, or NULL */
 } FlowDef;
 
 /* Metrics of one run. */
@@ -114,7 +118,16 @@ extern void batch_clear(void);
 #define BATCH_KEYS 3
 #define BATCH_COUNT 4
 
+/* run.c */
+extern void advertise_running(FlowDef *flow);
+
 /* apply.c */
 extern void apply_batch(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all);
+extern void apply_events(FlowDef *flow, RunMetrics *m, const char *events_sql, bool touch_all);
+
+/* snapshot.c */
+extern void snapshot_run(FlowDef *flow, RunMetrics *m);
+extern void snapshot_refresh(FlowDef *flow, RunMetrics *m);
+extern void snapshot_check_target_free(int target_id, const char *target);
 
 #endif							/* AUTOCDC_H */

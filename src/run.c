@@ -85,7 +85,7 @@ check_read_privileges(FlowDef *flow)
  * Advertise that this transaction applies the flow: autocdc.flows shows
  * state 'running' while this advisory lock (keyed by hashtext(name)) is held.
  */
-static void
+void
 advertise_running(FlowDef *flow)
 {
 	LOCKTAG		tag;
@@ -204,7 +204,7 @@ checked_flow(FunctionCallInfo fcinfo)
 static void
 run_prologue(FlowDef *peek)
 {
-	if (!peek->once)
+	if (!peek->once && peek->kind != 's')
 		source_ensure_slot();
 	{
 		Oid			saved_uid;
@@ -220,8 +220,14 @@ run_prologue(FlowDef *peek)
 static void
 run_body(FlowDef *peek, RunMetrics *m)
 {
+	FlowDef    *flow;
+
 	run_prologue(peek);
-	run_one(catalog_load_flow(peek->name, true, false), m, false, false);
+	flow = catalog_load_flow(peek->name, true, false);
+	if (flow->kind == 's')
+		snapshot_run(flow, m);
+	else
+		run_one(flow, m, false, false);
 }
 
 /*
@@ -239,6 +245,13 @@ refresh_body(FlowDef *flow, RunMetrics *m)
 	int			saved_sec;
 	char	   *sql;
 
+	if (flow->kind == 's')
+	{
+		/* a snapshot flow is the only flow into its target */
+		run_prologue(flow);
+		snapshot_refresh(catalog_load_flow(flow->name, true, false), m);
+		return;
+	}
 	run_prologue(flow);
 	source_ensure_slot();		/* other flows into the target may need it */
 	foreach(lc, catalog_target_flows(flow->target_id))
