@@ -192,13 +192,25 @@ check_version_function(Oid fn, const char *what)
 	return vtype;
 }
 
+/* The function a signature such as 'f(bigint)' names; InvalidOid if none. */
+static Oid
+lookup_signature(const char *signature)
+{
+	LOCAL_FCINFO(fcinfo, 1);
+	Datum		result;
+
+	InitFunctionCallInfoData(*fcinfo, NULL, 1, InvalidOid, NULL, NULL);
+	fcinfo->args[0].value = CStringGetTextDatum(signature);
+	fcinfo->args[0].isnull = false;
+	result = to_regprocedure(fcinfo);
+	return fcinfo->isnull ? InvalidOid : DatumGetObjectId(result);
+}
+
 /* Resolve a flow's stored version function and check it again. */
 static Oid
 resolve_version_function(FlowDef *flow, Oid *vtype)
 {
-	Datum		d = DirectFunctionCall1(to_regprocedure,
-										CStringGetTextDatum(flow->source_function));
-	Oid			fn = d ? DatumGetObjectId(d) : InvalidOid;
+	Oid			fn = lookup_signature(flow->source_function);
 
 	if (!OidIsValid(fn))
 		ereport(ERROR,
@@ -546,8 +558,7 @@ autocdc_create_snapshot_flow(PG_FUNCTION_ARGS)
 	{
 		/* a version function; the first snapshot it returns creates the target */
 		char	   *sig = text_to_cstring(PG_GETARG_TEXT_PP(8));
-		Datum		d = DirectFunctionCall1(to_regprocedure, PG_GETARG_DATUM(8));
-		Oid			fn = d ? DatumGetObjectId(d) : InvalidOid;
+		Oid			fn = lookup_signature(sig);
 		List	   *keys = identifier_list(PG_GETARG_ARRAYTYPE_P(2), "key");
 		char	   *normalized;
 
