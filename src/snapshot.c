@@ -1002,6 +1002,12 @@ do_run(FlowDef *flow, RunMetrics *m)
 {
 	int			applied = 0;
 
+	/*
+	 * Read the flow again now that it is locked: the row the caller read
+	 * may predate a run that committed while we waited for the lock (its
+	 * last version, or the target its first snapshot created).
+	 */
+	*flow = *catalog_load_flow(flow->name, true, false);
 	advertise_running(flow);	/* autocdc.flows shows 'running' */
 	if (flow->source_function == NULL)
 	{
@@ -1088,6 +1094,7 @@ snapshot_refresh(FlowDef *flow, RunMetrics *m)
 	Oid			saved_uid;
 	int			saved_sec;
 
+	*flow = *catalog_load_flow(flow->name, true, false);	/* see do_run */
 	if (flow->target_id != 0)
 	{
 		become_owner(flow->owner, &saved_uid, &saved_sec);
