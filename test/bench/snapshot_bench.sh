@@ -200,7 +200,7 @@ for r in $(seq 1 "$ROUNDS"); do
 	psql <<EOSQL
 -- 1% changed, 0.1% removed, 0.1% added (different rows each round)
 UPDATE src SET city = city || ' r$r', amount = amount + 1 WHERE id % 100 = $r;
-DELETE FROM src WHERE id IN (SELECT id FROM src WHERE id % 1000 = 500 + $r LIMIT $ROWS / 1000);
+DELETE FROM src WHERE id % 1000 = 550 + $r;
 INSERT INTO src SELECT g, 'new ' || g, 'city n', 1, 1, date '2024-01-01'
   FROM generate_series($ROWS * (1 + $r) + 1, $ROWS * (1 + $r) + $ROWS / 1000) g;
 EOSQL
