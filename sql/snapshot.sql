@@ -15,8 +15,12 @@ EXCEPTION WHEN OTHERS THEN
 	RETURN st || ': ' || msg || CASE WHEN hnt <> '' THEN E'\nHINT: ' || hnt ELSE '' END;
 END
 $f$;
--- the flows, targets and hidden-state tables that exist, to show that a
--- refused call or failed run leaves nothing behind
+-- the snapshot flows (with their targets and last versions) and the
+-- hidden-state tables made by this file, to show that a refused call or a
+-- failed run leaves nothing behind
+CREATE TABLE s_base_flows AS SELECT name FROM autocdc.flow;
+CREATE TABLE s_base_state AS
+	SELECT relname FROM pg_class WHERE relnamespace = 'autocdc_state'::regnamespace;
 CREATE FUNCTION s_catalog() RETURNS text LANGUAGE sql AS $f$
 	SELECT concat_ws('; ',
 		'flows: ' || (SELECT string_agg(name || '->' || coalesce(t.relid::text, '(none)')
@@ -24,9 +28,10 @@ CREATE FUNCTION s_catalog() RETURNS text LANGUAGE sql AS $f$
 																THEN 'time' ELSE f.snapshot_version END, ''),
 										', ' ORDER BY name)
 						FROM autocdc.flow f LEFT JOIN autocdc.target t ON t.id = f.target_id
-					   WHERE f.kind = 'snapshot'),
+					   WHERE f.kind = 'snapshot' AND f.name NOT IN (SELECT name FROM s_base_flows)),
 		'state tables: ' || (SELECT count(*) FROM pg_class
-							  WHERE relnamespace = 'autocdc_state'::regnamespace AND relkind = 'r'))
+							  WHERE relnamespace = 'autocdc_state'::regnamespace AND relkind = 'r'
+								AND relname NOT IN (SELECT relname FROM s_base_state)))
 $f$;
 CREATE SCHEMA snaps;
 SET search_path = snaps, public;

@@ -1053,7 +1053,8 @@ do_run(FlowDef *flow, RunMetrics *m)
 					ereport(ERROR,
 							(errcode(ERRCODE_UNDEFINED_TABLE),
 							 errmsg("version function %s of flow \"%s\" returned a snapshot relation that does not exist",
-									flow->source_function, flow->name)));
+									flow->source_function, flow->name),
+							 errhint("Return only snapshots that exist, as regclass values.")));
 				if (flow->target_id == 0)
 					create_target_from(flow, sv->rel, vtype);
 				apply_snapshot(flow, sv->rel, vtype, sv->version, m);
