@@ -37,7 +37,7 @@ PG_FUNCTION_INFO_V1(autocdc_inline_handler);
 PG_FUNCTION_INFO_V1(autocdc_validator);
 PG_FUNCTION_INFO_V1(autocdc_execute);
 
-/* defined in catalog.c */
+/* defined in catalog.c and snapshot.c */
 extern Datum autocdc_create_flow(PG_FUNCTION_ARGS);
 extern Datum autocdc_create_snapshot_flow(PG_FUNCTION_ARGS);
 extern Datum autocdc_drop_flow(PG_FUNCTION_ARGS);
