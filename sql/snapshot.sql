@@ -24,8 +24,9 @@ CREATE TABLE s_base_state AS
 CREATE FUNCTION s_catalog() RETURNS text LANGUAGE sql AS $f$
 	SELECT concat_ws('; ',
 		'flows: ' || (SELECT string_agg(name || '->' || coalesce(t.relid::text, '(none)')
-										|| coalesce('@' || CASE WHEN f.source_function IS NULL
-																THEN 'time' ELSE f.snapshot_version END, ''),
+										|| CASE WHEN f.snapshot_version IS NULL THEN ''
+												WHEN f.source_function IS NULL THEN '@time'
+												ELSE '@' || f.snapshot_version END,
 										', ' ORDER BY name)
 						FROM autocdc.flow f LEFT JOIN autocdc.target t ON t.id = f.target_id
 					   WHERE f.kind = 'snapshot' AND f.name NOT IN (SELECT name FROM s_base_flows)),
@@ -316,6 +317,15 @@ SELECT autocdc.create_snapshot_flow('uniq_flow', 'uniq', '{k}');
 SELECT * FROM autocdc.run_flow('uniq_flow');
 SELECT autocdc.create_snapshot_flow('uniq_twice_flow', 'uniq_twice', '{k}');
 SELECT s_try($$SELECT * FROM autocdc.run_flow('uniq_twice_flow')$$);
+-- ... nor is a table whose unique index leaves a key column nullable, or
+-- whose inheritance children are read with it
+CREATE TABLE uniq2 (k int PRIMARY KEY, j int, v text);
+INSERT INTO uniq2 VALUES (1, 1, 'x'), (2, NULL, 'y');
+SELECT autocdc.create_snapshot_flow('uniq2_flow', 'uniq2', '{k, j}');
+SELECT s_try($$SELECT * FROM autocdc.run_flow('uniq2_flow')$$);
+CREATE TABLE uniq_child () INHERITS (uniq);
+INSERT INTO uniq_child VALUES (1, 'x again');
+SELECT s_try($$SELECT * FROM autocdc.run_flow('uniq_flow')$$);
 -- a version not greater than the last applied one
 CREATE TABLE bad_versions (snapshot regclass, version int);
 CREATE FUNCTION bad_next(last int) RETURNS TABLE (snapshot regclass, version int)

@@ -31,12 +31,15 @@
 #include "access/relation.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
-#include "catalog/pg_namespace.h"
 #include "catalog/pg_index.h"
+#include "catalog/pg_inherits.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
+#include "commands/defrem.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -752,38 +755,67 @@ autocdc_snapshot_check(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(true);
 }
 
-/* Does a unique, non-partial index on rel cover a subset of the NOT NULL keys? */
+/* Is name in a list of names? */
+static bool
+in_list(List *names, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, names)
+		if (strcmp(lfirst(lc), name) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * Can rel hold neither two rows with one key nor a NULL key?  True when
+ * every key column is NOT NULL and a valid, immediate, non-partial unique
+ * btree index covers a subset of the keys with their types' default
+ * equality and collations; then the check only counts the rows.  Not for
+ * tables with inheritance children (their rows are read too).
+ */
 static bool
 keys_unique_in(Oid rel, List *keys)
 {
 	Relation	r;
+	TupleDesc	desc;
 	List	   *indexes;
 	ListCell   *lc;
 	bool		result = false;
 
-	if (get_rel_relkind(rel) != RELKIND_RELATION)
+	if (get_rel_relkind(rel) != RELKIND_RELATION || has_subclass(rel))
 		return false;
 	r = relation_open(rel, AccessShareLock);
+	desc = RelationGetDescr(r);
+	foreach(lc, keys)
+	{
+		AttrNumber	attno = get_attnum(rel, lfirst(lc));
+
+		if (attno == InvalidAttrNumber || !TupleDescAttr(desc, attno - 1)->attnotnull)
+		{
+			relation_close(r, AccessShareLock);
+			return false;
+		}
+	}
 	indexes = RelationGetIndexList(r);
 	foreach(lc, indexes)
 	{
 		Relation	ir = relation_open(lfirst_oid(lc), AccessShareLock);
 		Form_pg_index ix = ir->rd_index;
 		bool		ok = ix->indisunique && ix->indimmediate && ix->indisvalid &&
+			ir->rd_rel->relam == BTREE_AM_OID &&
 			heap_attisnull(ir->rd_indextuple, Anum_pg_index_indpred, NULL) &&
 			heap_attisnull(ir->rd_indextuple, Anum_pg_index_indexprs, NULL);
 		int			i;
 
 		for (i = 0; ok && i < ix->indnkeyatts; i++)
 		{
-			Form_pg_attribute att = TupleDescAttr(RelationGetDescr(r), ix->indkey.values[i] - 1);
-			ListCell   *k;
-			bool		found = false;
+			Form_pg_attribute att = TupleDescAttr(desc, ix->indkey.values[i] - 1);
+			Oid			opclass = GetDefaultOpClass(att->atttypid, BTREE_AM_OID);
 
-			foreach(k, keys)
-				if (strcmp(lfirst(k), NameStr(att->attname)) == 0)
-					found = true;
-			ok = found && att->attnotnull;
+			ok = in_list(keys, NameStr(att->attname)) &&
+				ir->rd_indcollation[i] == att->attcollation &&
+				OidIsValid(opclass) && ir->rd_opfamily[i] == get_opclass_family(opclass);
 		}
 		relation_close(ir, AccessShareLock);
 		if (ok)
@@ -839,17 +871,6 @@ equality(Oid typid)
 	return psprintf("OPERATOR(%s.=)", quote_identifier(get_namespace_name(nsp)));
 }
 
-/* Is name in a list of names? */
-static bool
-in_list(List *names, const char *name)
-{
-	ListCell   *lc;
-
-	foreach(lc, names)
-		if (strcmp(lfirst(lc), name) == 0)
-			return true;
-	return false;
-}
 
 /*
  * The query returning the events of one snapshot in the shape the apply
