@@ -478,7 +478,13 @@ autocdc_create_snapshot_flow(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(4) && !PG_ARGISNULL(5))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("track_history_column_list and track_history_except_column_list cannot both be given")));
+				 errmsg("track_history_column_list and track_history_except_column_list cannot both be given"),
+				 errhint("Give either the columns whose changes open a new version or the columns whose changes do not.")));
+	if (ArrayGetNItems(ARR_NDIM(PG_GETARG_ARRAYTYPE_P(2)), ARR_DIMS(PG_GETARG_ARRAYTYPE_P(2))) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a flow needs at least one key column"),
+				 errhint("Give the columns that identify a row of the snapshots, e.g. keys => '{id}'.")));
 	if ((!PG_ARGISNULL(4) || !PG_ARGISNULL(5)) && scd[0] != '2')
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -576,10 +582,6 @@ autocdc_create_snapshot_flow(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 					 errmsg("permission denied for version function %s", sig),
 					 errhint("The flow owner needs EXECUTE on the version function.")));
-		if (keys == NIL)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("a flow needs at least one key column")));
 		(void) identifier_list(PG_ARGISNULL(4) ? NULL : PG_GETARG_ARRAYTYPE_P(4), "track history column");
 		(void) identifier_list(PG_ARGISNULL(5) ? NULL : PG_GETARG_ARRAYTYPE_P(5), "track history column");
 		if (OidIsValid(target))
