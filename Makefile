@@ -5,7 +5,7 @@ EXTENSION = autocdc
 DATA = autocdc--0.1.sql
 PGFILEDESC = "autocdc - declarative CDC flows for PostgreSQL"
 
-REGRESS = setup examples scd1 scd2 errors runtime statements lifecycle
+REGRESS = setup examples scd1 scd2 errors runtime statements lifecycle snapshot
 REGRESS_OPTS = --temp-config=$(srcdir)/test/regress.conf
 TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl

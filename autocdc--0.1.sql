@@ -49,9 +49,9 @@ CREATE TABLE autocdc.flow (
 	name		text PRIMARY KEY,
 	owner		regrole NOT NULL,
 	kind		text NOT NULL DEFAULT 'cdc' CHECK (kind IN ('cdc', 'snapshot')),
-	source		regclass NOT NULL,
+	source		regclass,		-- NULL: a snapshot flow's version function
 	source_text text NOT NULL,
-	target_id	int NOT NULL REFERENCES autocdc.target (id),
+	target_id	int REFERENCES autocdc.target (id), -- NULL: snapshot target not created yet
 	keys		name[] NOT NULL,
 	sequence_by text NOT NULL,
 	ignore_null_updates boolean NOT NULL DEFAULT false,
@@ -69,7 +69,11 @@ CREATE TABLE autocdc.flow (
 	tombstone_retention interval,
 	system_sequence_by text,
 	paused		boolean NOT NULL DEFAULT false,
-	created_at	timestamptz NOT NULL DEFAULT now()
+	created_at	timestamptz NOT NULL DEFAULT now(),
+	-- snapshot flows (kind = 'snapshot'; see src/snapshot.c)
+	source_function text,		-- version function signature, schema-qualified
+	snapshot_target text,		-- qualified target name, until the first run creates it
+	snapshot_version text		-- last applied version (text of its type, ISO styles)
 );
 CREATE INDEX ON autocdc.flow (target_id);
 
@@ -180,6 +184,11 @@ CREATE FUNCTION autocdc.create_snapshot_flow(
 	source_function text DEFAULT NULL)
 	RETURNS text
 	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_create_snapshot_flow';
+-- counts a snapshot's rows and refuses duplicate or null keys (inside the comparison query)
+CREATE FUNCTION autocdc._snapshot_check(flow text, snapshot text, nrows bigint,
+	duplicate_key text, null_key boolean)
+	RETURNS boolean
+	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_snapshot_check';
 
 CREATE FUNCTION autocdc.run_flow(name text,
 	OUT num_events bigint, OUT num_upserted_rows bigint,
@@ -236,7 +245,7 @@ SELECT f.name,
 	   s.num_upserted_rows,
 	   s.num_deleted_rows,
 	   s.num_skipped_events,
-	   CASE WHEN sl.restart_lsn IS NOT NULL AND NOT f.once
+	   CASE WHEN sl.restart_lsn IS NOT NULL AND NOT f.once AND f.kind = 'cdc'
 			THEN pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(),
 				 least(sl.restart_lsn, coalesce(s.progress, sl.restart_lsn)))::bigint
 	   END AS retained_wal_bytes,
@@ -249,7 +258,7 @@ SELECT f.name,
 			THEN pg_catalog.now() - s.last_commit_at
 	   END AS lag_time
   FROM autocdc.flow f
-  JOIN autocdc.target t ON t.id = f.target_id
+  LEFT JOIN autocdc.target t ON t.id = f.target_id
   LEFT JOIN autocdc.flow_state s ON s.name = f.name
   LEFT JOIN autocdc._slot_info() sl ON true
   LEFT JOIN LATERAL (SELECT p.error, p.at FROM autocdc._pending_errors() p

@@ -99,7 +99,7 @@ SELECT e_try($$SELECT autocdc.create_flow('e_t_a', 'e_feed', '{id}', 'seq',
 	system_sequence_by => 'seq')$$) AS system_sequence_without_bitemporal;
 SELECT e_try($$SELECT autocdc.create_flow('e_t_a', 'changes(e_feed)', '{id}')$$) AS changes_source;
 SELECT e_try($$SELECT autocdc.create_flow('e_t_a', 'stream(changes(e_feed))', '{id}', 'seq')$$) AS stream_changes_source;
-SELECT e_try($$SELECT autocdc.create_snapshot_flow('e_t_a', 'e_feed', '{id}')$$) AS snapshot_flow;
+SELECT e_try($$SELECT autocdc.create_snapshot_flow('e_t_a', 'e_feed', '{id}', stored_as_scd_type => 'bitemporal')$$) AS snapshot_flow;
 SELECT e_leftovers();
 
 -- sequence and conditions

@@ -624,24 +624,13 @@ classify_row(HeapTuple tup, TupleDesc desc, void *arg)
 				  DatumGetInt64(values[a->ndata + 2]), kind);
 }
 
-/*
- * Evaluate the flow's expressions over the batch, validate, and store the
- * events (state row type) in a tuplestore.  Returns the number of events.
- */
-static int64
-classify(ApplyCtx *a, Tuplestorestate *events, List **truncs)
+/* The query that classifies the captured batch (BATCH_SOURCE). */
+static char *
+classify_sql(ApplyCtx *a)
 {
 	FlowDef    *f = a->flow;
 	StringInfoData sql;
 	int			i;
-	ClassifyScan cs;
-
-	cs.a = a;
-	cs.events = events;
-	cs.truncs = NIL;
-	cs.n = 0;
-	cs.values = palloc(sizeof(Datum) * (a->ndata + 4));
-	cs.nulls = palloc(sizeof(bool) * (a->ndata + 4));
 
 	initStringInfo(&sql);
 	appendStringInfoString(&sql, "SELECT ");
@@ -660,7 +649,27 @@ classify(ApplyCtx *a, Tuplestorestate *events, List **truncs)
 					 f->truncates ? f->truncates : "false",
 					 f->deletes ? f->deletes : "false",
 					 format_type_be_qualified(get_rel_type_id(f->source)));
-	spi_foreach(sql.data, false, classify_row, NULL, &cs);
+	return sql.data;
+}
+
+/*
+ * Evaluate the flow's expressions over the batch (or run events_sql, whose
+ * rows are classified already), validate, and store the events (state row
+ * type) in a tuplestore.  Returns the number of events.
+ */
+static int64
+classify(ApplyCtx *a, Tuplestorestate *events, List **truncs, const char *events_sql)
+{
+	ClassifyScan cs;
+
+	cs.a = a;
+	cs.events = events;
+	cs.truncs = NIL;
+	cs.n = 0;
+	cs.values = palloc(sizeof(Datum) * (a->ndata + 4));
+	cs.nulls = palloc(sizeof(bool) * (a->ndata + 4));
+
+	spi_foreach(events_sql ? events_sql : classify_sql(a), false, classify_row, NULL, &cs);
 	if (a->last_only && a->keyhash != NULL)
 	{
 		HASH_SEQ_STATUS status;
@@ -1273,11 +1282,15 @@ insert_rows(Oid relid, Oid rowtype, Tuplestorestate *ts, TupleDesc desc, int64 n
 }
 
 /*
- * Apply the batch (BATCH_SOURCE) of a flow.  Runs as the flow owner under a
- * security-restricted operation with search_path pinned; SPI connected.
+ * Apply the batch (BATCH_SOURCE) of a flow, or with events_sql the events
+ * that query returns (already classified: the data columns in hidden-state
+ * order, then sequence, lsn, ord and kind; snapshot.c).  Runs as the flow
+ * owner under a security-restricted operation with search_path pinned; SPI
+ * connected.
  */
-void
-apply_batch(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all)
+static void
+apply_common(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all,
+			 const char *events_sql)
 {
 	ApplyCtx	a;
 	Tuplestorestate *events;
@@ -1302,8 +1315,9 @@ apply_batch(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all)
 	/* classify and validate */
 	events = tuplestore_begin_heap(false, false, work_mem);
 	t0 = GetCurrentTimestamp();
-	keys_setup(&a);
-	nevents = have_batch ? classify(&a, events, &truncs) : 0;
+	if (events_sql == NULL)
+		keys_setup(&a);			/* snapshot events: one per key, possibly millions */
+	nevents = have_batch ? classify(&a, events, &truncs, events_sql) : 0;
 	t1 = GetCurrentTimestamp();
 	m->num_events += nevents;
 	if (nevents == 0 && !touch_all)
@@ -1444,4 +1458,21 @@ apply_batch(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all)
 	batch_set(BATCH_EVENTS, NULL, NULL, InvalidOid, 0, 0);
 	batch_set(BATCH_KEYS, NULL, NULL, InvalidOid, 0, 0);
 	MemoryContextDelete(a.groupcxt);
+}
+
+/* Apply the captured batch (BATCH_SOURCE) of a flow. */
+void
+apply_batch(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all)
+{
+	apply_common(flow, m, have_batch, touch_all, NULL);
+}
+
+/*
+ * Apply events computed by a query (a snapshot flow's diff): at most one
+ * event per key, so the touched keys are gathered by SQL, which spills.
+ */
+void
+apply_events(FlowDef *flow, RunMetrics *m, const char *events_sql, bool touch_all)
+{
+	apply_common(flow, m, true, touch_all, events_sql);
 }

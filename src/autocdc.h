@@ -59,6 +59,10 @@ typedef struct FlowDef
 	XLogRecPtr	skip_upto;
 	bool		paused;
 	TimestampTz last_run_at;	/* 0: never */
+	/* snapshot flows (kind 's') */
+	char	   *source_function;	/* version function signature, or NULL */
+	char	   *snapshot_target;	/* qualified target name before creation */
+	char	   *snapshot_version;	/* last applied version as text, or NULL */
 } FlowDef;
 
 /* Metrics of one run. */
@@ -141,8 +145,16 @@ extern void batch_clear(void);
 
 /* run.c */
 extern bool run_worker_pass(List *names, int64 max_events);
+extern void run_worker_snapshots(List *names);
+extern void advertise_running(FlowDef *flow);
 
 /* apply.c */
 extern void apply_batch(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all);
+extern void apply_events(FlowDef *flow, RunMetrics *m, const char *events_sql, bool touch_all);
+
+/* snapshot.c */
+extern void snapshot_run(FlowDef *flow, RunMetrics *m);
+extern void snapshot_refresh(FlowDef *flow, RunMetrics *m);
+extern void snapshot_check_target_free(int target_id, const char *target);
 
 #endif							/* AUTOCDC_H */

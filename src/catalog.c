@@ -47,7 +47,6 @@
 #include "autocdc.h"
 
 PG_FUNCTION_INFO_V1(autocdc_create_flow);
-PG_FUNCTION_INFO_V1(autocdc_create_snapshot_flow);
 PG_FUNCTION_INFO_V1(autocdc_drop_flow);
 PG_FUNCTION_INFO_V1(autocdc_skip_events);
 PG_FUNCTION_INFO_V1(autocdc_pause_flow);
@@ -999,6 +998,7 @@ autocdc_create_flow(PG_FUNCTION_ARGS)
 
 			target_id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
 			target_known = true;
+			snapshot_check_target_free(target_id, a.target);
 			foreach(lc, keys)
 				same_keys = same_keys && name_in_list(tkeys, lfirst(lc));
 			if (tscd[0] != scd || !same_keys || tseq != seqtype)
@@ -1152,16 +1152,6 @@ autocdc_create_flow(PG_FUNCTION_ARGS)
 	PG_RETURN_TEXT_P(cstring_to_text(flowname));
 }
 
-/* autocdc.create_snapshot_flow(...): not built yet. */
-Datum
-autocdc_create_snapshot_flow(PG_FUNCTION_ARGS)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("snapshot flows are not supported yet")));
-	PG_RETURN_NULL();
-}
-
 /* ----------------------------------------------------------------
  * reading flows
  * ----------------------------------------------------------------
@@ -1194,8 +1184,8 @@ catalog_load_flow(const char *name, bool lock, bool missing_ok)
 							   "  THEN pg_catalog.max(g.tombstone_retention)::pg_catalog.text END "
 							   "  FROM autocdc.flow g WHERE g.target_id OPERATOR(pg_catalog.=) f.target_id), "
 							   "s.progress, s.once_done, s.skip_upto, f.paused, f.column_list, f.except_column_list, s.slot_name, "
-							   "s.last_run_at "
-							   "FROM autocdc.flow f JOIN autocdc.target t ON t.id OPERATOR(pg_catalog.=) f.target_id "
+							   "f.source_function, f.snapshot_target, f.snapshot_version, s.last_run_at "
+							   "FROM autocdc.flow f LEFT JOIN autocdc.target t ON t.id OPERATOR(pg_catalog.=) f.target_id "
 							   "JOIN autocdc.flow_state s ON s.name OPERATOR(pg_catalog.=) f.name "
 							   "WHERE f.name OPERATOR(pg_catalog.=) $1 %s",
 							   lock ? "FOR UPDATE OF s" : "");
@@ -1253,6 +1243,12 @@ catalog_load_flow(const char *name, bool lock, bool missing_ok)
 	d = SPI_getbinval(tup, desc, 25, &isnull);
 	f->slot_name = isnull ? NULL : TextDatumGetCString(d);
 	d = SPI_getbinval(tup, desc, 26, &isnull);
+	f->source_function = isnull ? NULL : TextDatumGetCString(d);
+	d = SPI_getbinval(tup, desc, 27, &isnull);
+	f->snapshot_target = isnull ? NULL : TextDatumGetCString(d);
+	d = SPI_getbinval(tup, desc, 28, &isnull);
+	f->snapshot_version = isnull ? NULL : TextDatumGetCString(d);
+	d = SPI_getbinval(tup, desc, 29, &isnull);
 	f->last_run_at = isnull ? 0 : DatumGetTimestampTz(d);
 	MemoryContextSwitchTo(old);
 	return f;
@@ -1489,6 +1485,19 @@ autocdc_drop_flow(PG_FUNCTION_ARGS)
 	level = set_safe_search_path();
 	flow = catalog_load_flow(name, true, false);
 	catalog_check_flow_owner(flow);
+	if (flow->target_id == 0)
+	{
+		/* a snapshot flow whose first run has not created its target */
+		become_superuser(&saved_uid, &saved_sec);
+		arg = CStringGetTextDatum(name);
+		argtype = TEXTOID;
+		SPI_execute_with_args("DELETE FROM autocdc.flow WHERE name OPERATOR(pg_catalog.=) $1",
+							  1, &argtype, &arg, NULL, false, 0);
+		restore_user(saved_uid, saved_sec);
+		AtEOXact_GUC(true, level);
+		SPI_finish();
+		PG_RETURN_VOID();
+	}
 	if (drop_target && !pg_class_ownercheck(flow->target, GetUserId()))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),

@@ -272,6 +272,27 @@ expect_char(Parser *p, char c, const char *what)
 	p->pos++;
 }
 
+/* STORED AS SCD TYPE 1 | SCD TYPE 2 | BITEMPORAL (after STORED AS). */
+static void
+parse_stored_as(Parser *p, AutocdcStmt *s)
+{
+	if (is_word(p, p->pos, "bitemporal"))
+	{
+		s->scd_type = "bitemporal";
+		p->pos++;
+	}
+	else
+	{
+		expect_word(p, "scd", "SCD TYPE 1, SCD TYPE 2 or BITEMPORAL");
+		expect_word(p, "type", "TYPE");
+		if (p->toks[p->pos].code != ICONST ||
+			(strcmp(tok_text(p, p->pos), "1") != 0 && strcmp(tok_text(p, p->pos), "2") != 0))
+			syntax_error(p, p->pos, "1 or 2 after SCD TYPE");
+		s->scd_type = tok_text(p, p->pos);
+		p->pos++;
+	}
+}
+
 /* Text of tokens [from, to) with surrounding space trimmed. */
 static char *
 span_text(Parser *p, int from, int to)
@@ -536,21 +557,7 @@ parse_flow_clauses(Parser *p, AutocdcStmt *s)
 				break;
 			case CL_STORED:
 				p->pos += 2;
-				if (is_word(p, p->pos, "bitemporal"))
-				{
-					s->scd_type = "bitemporal";
-					p->pos++;
-				}
-				else
-				{
-					expect_word(p, "scd", "SCD TYPE 1, SCD TYPE 2 or BITEMPORAL");
-					expect_word(p, "type", "TYPE");
-					if (p->toks[p->pos].code != ICONST ||
-						(strcmp(tok_text(p, p->pos), "1") != 0 && strcmp(tok_text(p, p->pos), "2") != 0))
-						syntax_error(p, p->pos, "1 or 2 after SCD TYPE");
-					s->scd_type = tok_text(p, p->pos);
-					p->pos++;
-				}
+				parse_stored_as(p, s);
 				break;
 			case CL_TRACK:
 				p->pos += 2;
@@ -586,9 +593,7 @@ parse_flow_body(Parser *p, AutocdcStmt *s)
 		if (is_word(p, p->pos, "stored") && is_word(p, p->pos + 1, "as"))
 		{
 			p->pos += 2;
-			while (p->toks[p->pos].code != 0 && !is_char(p, p->pos, ';') &&
-				   !is_word(p, p->pos, "track"))
-				p->pos++;
+			parse_stored_as(p, s);
 		}
 		if (is_word(p, p->pos, "track"))
 		{

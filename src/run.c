@@ -92,7 +92,7 @@ check_read_privileges(FlowDef *flow)
  * Advertise that this transaction applies the flow: autocdc.flows shows
  * state 'running' while this advisory lock (keyed by hashtext(name)) is held.
  */
-static void
+void
 advertise_running(FlowDef *flow)
 {
 	LOCKTAG		tag;
@@ -349,6 +349,35 @@ run_worker_pass(List *names, int64 max_events)
 	return more;
 }
 
+/* Run a continuous snapshot flow of the pass (it is due, and locked). */
+static void
+pass_snapshot(PassFlow *pf)
+{
+	pf->flow = catalog_load_flow(pf->name, true, true);
+	if (pf->flow == NULL)
+		return;
+	pgstat_report_activity(STATE_RUNNING, psprintf("autocdc: applying flow %s", pf->name));
+	snapshot_run(pf->flow, &pf->m);
+}
+
+/*
+ * The background worker's runs of the continuous snapshot flows that are
+ * due (names, selected and locked by the worker), each in a subtransaction.
+ */
+void
+run_worker_snapshots(List *names)
+{
+	ListCell   *lc;
+
+	foreach(lc, names)
+	{
+		PassFlow   *pf = palloc0(sizeof(PassFlow));
+
+		pf->name = lfirst(lc);
+		(void) run_guarded(pf, pass_snapshot);
+	}
+}
+
 /* Return one row of metrics from a run function. */
 static Datum
 return_metrics(FunctionCallInfo fcinfo, RunMetrics *m)
@@ -401,7 +430,7 @@ checked_flow(FunctionCallInfo fcinfo)
 static void
 run_prologue(FlowDef *peek)
 {
-	if (!peek->once)
+	if (!peek->once && peek->kind != 's')
 		source_ensure_slot();
 	{
 		Oid			saved_uid;
@@ -417,8 +446,14 @@ run_prologue(FlowDef *peek)
 static void
 run_body(FlowDef *peek, RunMetrics *m)
 {
+	FlowDef    *flow;
+
 	run_prologue(peek);
-	run_one(catalog_load_flow(peek->name, true, false), m, false, false);
+	flow = catalog_load_flow(peek->name, true, false);
+	if (flow->kind == 's')
+		snapshot_run(flow, m);
+	else
+		run_one(flow, m, false, false);
 }
 
 /*
@@ -436,6 +471,13 @@ refresh_body(FlowDef *flow, RunMetrics *m)
 	int			saved_sec;
 	char	   *sql;
 
+	if (flow->kind == 's')
+	{
+		/* a snapshot flow is the only flow into its target */
+		run_prologue(flow);
+		snapshot_refresh(catalog_load_flow(flow->name, true, false), m);
+		return;
+	}
 	run_prologue(flow);
 	source_ensure_slot();		/* other flows into the target may need it */
 	foreach(lc, catalog_target_flows(flow->target_id))

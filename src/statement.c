@@ -37,8 +37,9 @@ PG_FUNCTION_INFO_V1(autocdc_inline_handler);
 PG_FUNCTION_INFO_V1(autocdc_validator);
 PG_FUNCTION_INFO_V1(autocdc_execute);
 
-/* defined in catalog.c */
+/* defined in catalog.c and snapshot.c */
 extern Datum autocdc_create_flow(PG_FUNCTION_ARGS);
+extern Datum autocdc_create_snapshot_flow(PG_FUNCTION_ARGS);
 extern Datum autocdc_drop_flow(PG_FUNCTION_ARGS);
 
 /* Error context: which statement of the block was running. */
@@ -88,6 +89,42 @@ identifier_value(const char *text)
 	return strVal(linitial(names));
 }
 
+/*
+ * CREATE FLOW ... AS AUTO CDC INTO t FROM SNAPSHOT rel KEYS (...) [STORED AS
+ * ...] [TRACK HISTORY ON ...]: autocdc.create_snapshot_flow with a table or
+ * view source.
+ */
+static void
+run_create_snapshot_flow(AutocdcStmt *s)
+{
+	LOCAL_FCINFO(fcinfo, 9);
+	int			i;
+
+	InitFunctionCallInfoData(*fcinfo, NULL, 9, InvalidOid, NULL, NULL);
+	for (i = 0; i < 9; i++)
+	{
+		fcinfo->args[i].value = (Datum) 0;
+		fcinfo->args[i].isnull = true;
+	}
+	fcinfo->args[0].value = CStringGetTextDatum(s->target);
+	fcinfo->args[0].isnull = false;
+	fcinfo->args[1].value = CStringGetTextDatum(s->source);
+	fcinfo->args[1].isnull = false;
+	fcinfo->args[2].value = text_array(s->keys, &fcinfo->args[2].isnull);
+	fcinfo->args[3].value = CStringGetTextDatum(s->scd_type ? s->scd_type : "1");
+	fcinfo->args[3].isnull = false;
+	fcinfo->args[4].value = text_array(s->track_list, &fcinfo->args[4].isnull);
+	fcinfo->args[5].value = text_array(s->track_except_list, &fcinfo->args[5].isnull);
+	if (s->name)
+	{
+		fcinfo->args[6].value = CStringGetTextDatum(identifier_value(s->name));
+		fcinfo->args[6].isnull = false;
+	}
+	fcinfo->args[7].value = BoolGetDatum(true);
+	fcinfo->args[7].isnull = false;
+	(void) autocdc_create_snapshot_flow(fcinfo);
+}
+
 /* CREATE FLOW ... AS AUTO CDC INTO ...: autocdc.create_flow with the same values. */
 static void
 run_create_flow(AutocdcStmt *s)
@@ -96,10 +133,10 @@ run_create_flow(AutocdcStmt *s)
 	int			i;
 
 	if (s->snapshot)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("snapshot flows are not supported yet"),
-				 errhint("CREATE FLOW ... FROM SNAPSHOT comes with AUTO CDC FROM SNAPSHOT.")));
+	{
+		run_create_snapshot_flow(s);
+		return;
+	}
 	InitFunctionCallInfoData(*fcinfo, NULL, 17, InvalidOid, NULL, NULL);
 	for (i = 0; i < 17; i++)
 	{

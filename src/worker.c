@@ -646,6 +646,27 @@ worker_drop_unneeded_slot(void)
 		source_drop_slots();
 }
 
+/* The first column of the last SPI result, as a list of strings. */
+static List *
+spi_names(void)
+{
+	List	   *names = NIL;
+	uint64		i;
+
+	for (i = 0; i < SPI_processed; i++)
+		names = lappend(names, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
+	return names;
+}
+
+/* A snapshot flow's next run (flow_state s), and whether it is due. */
+#define SNAPSHOT_NEXT \
+	psprintf("(s.last_run_at OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => %d))", \
+			 autocdc_snapshot_interval)
+#define SNAPSHOT_DUE \
+	psprintf("(s.retry_at IS NULL OR s.retry_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()) " \
+			 "AND (s.last_run_at IS NULL OR %s OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp())", \
+			 SNAPSHOT_NEXT)
+
 /*
  * One pass of the worker, in a transaction of its own.  Returns the time in
  * ms until the next flow falls due for a retry (or -1), and sets *more when
@@ -656,7 +677,6 @@ worker_pass(bool *more)
 {
 	char	   *next;
 	List	   *names = NIL;
-	uint64		i;
 	long		delay = -1;
 	static TimestampTz last_prune = 0;
 
@@ -691,14 +711,26 @@ worker_pass(bool *more)
 						"AND (s.retry_at IS NULL OR s.retry_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()) "
 						"ORDER BY f.name FOR UPDATE OF s SKIP LOCKED", false, 0) != SPI_OK_SELECT)
 			elog(ERROR, "could not select flows");
-		for (i = 0; i < SPI_processed; i++)
-			names = lappend(names, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
+		names = spi_names();
 		*more = run_worker_pass(names, autocdc_batch_size);
 
-		next = spi_value("SELECT ceil(extract(epoch FROM pg_catalog.min(s.retry_at) "
-						 "OPERATOR(pg_catalog.-) pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.*) 1000)::pg_catalog.text "
-						 "FROM autocdc.flow f JOIN autocdc.flow_state s ON s.name OPERATOR(pg_catalog.=) f.name "
-						 "WHERE f.continuous AND NOT f.paused AND s.retry_at IS NOT NULL");
+		/* snapshot flows every autocdc.snapshot_interval */
+		if (SPI_execute(psprintf("SELECT f.name FROM autocdc.flow f "
+								 "JOIN autocdc.flow_state s ON s.name OPERATOR(pg_catalog.=) f.name "
+								 "WHERE f.kind OPERATOR(pg_catalog.=) 'snapshot' AND f.continuous AND NOT f.paused "
+								 "AND %s ORDER BY f.name FOR UPDATE OF s SKIP LOCKED", SNAPSHOT_DUE),
+						false, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not select flows");
+		run_worker_snapshots(spi_names());
+
+		/* when the next retry or snapshot falls due */
+		next = spi_value(psprintf("SELECT ceil(extract(epoch FROM pg_catalog.min(greatest(s.retry_at, "
+								  "CASE WHEN f.kind OPERATOR(pg_catalog.=) 'snapshot' THEN %s END)) "
+								  "OPERATOR(pg_catalog.-) pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.*) 1000)::pg_catalog.text "
+								  "FROM autocdc.flow f JOIN autocdc.flow_state s ON s.name OPERATOR(pg_catalog.=) f.name "
+								  "WHERE f.continuous AND NOT f.paused "
+								  "AND (s.retry_at IS NOT NULL OR f.kind OPERATOR(pg_catalog.=) 'snapshot')",
+								  SNAPSHOT_NEXT));
 		if (next)
 			delay = Max(0, strtol(next, NULL, 10));
 	}

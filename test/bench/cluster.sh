@@ -2,9 +2,10 @@
 # AUTOCDC_SKIP_SETUP=1, starts a throwaway cluster as the postgres OS account
 # in $work on a free $port with $BENCH_CONF and $BENCH_PGCONF appended to
 # postgresql.conf, defines psql() and as_pg(), and removes the cluster at
-# exit (unless BENCH_KEEP=1).  Needs $here (the benchmark directory).
+# exit (unless BENCH_KEEP=1).  Needs $here (the benchmark directory);
+# PG_BINDIR overrides /usr/lib/postgresql/15/bin.
 [ "${AUTOCDC_SKIP_SETUP:-}" = 1 ] || bash "$here/../setup.sh"
-bin=/usr/lib/postgresql/15/bin
+bin=${PG_BINDIR:-/usr/lib/postgresql/15/bin}
 
 work=$(mktemp -d /tmp/autocdc-bench.XXXXXX)
 chmod 700 "$work"

@@ -1,6 +1,6 @@
 
 # The background worker (SPEC §5): continuous apply without run_flow, woken
-# at commit; pause/resume; coexistence with run_flow (same result as one
+# at commit; continuous snapshot flows; pause/resume; coexistence with run_flow (same result as one
 # applier, every event exactly once); error state, back-off and recovery
 # after skip_events while other flows go on; SIGKILL (crash restart),
 # SIGTERM of worker and launcher, server restart; and every drop path:
@@ -21,6 +21,7 @@ $node->init(allows_streaming => 'logical');
 $node->append_conf('postgresql.conf', "shared_preload_libraries = 'autocdc'");
 # a long naptime: a worker that applies within seconds was woken at commit
 $node->append_conf('postgresql.conf', "autocdc.naptime = '20s'");
+$node->append_conf('postgresql.conf', "autocdc.snapshot_interval = '2s'");
 $node->append_conf('postgresql.conf', "restart_after_crash = on");
 $node->start;
 
@@ -114,6 +115,17 @@ is($node->safe_psql('app', q{SELECT state || ' ' || num_events FROM autocdc.flow
 $node->safe_psql('app', q{SELECT autocdc.resume_flow('t1')});
 wait_for('app', q{SELECT num_events = 350 FROM autocdc.flows WHERE name = 't1'},
 	'a resumed flow catches up');
+
+# --- continuous snapshot flows, every autocdc.snapshot_interval -------------
+$node->safe_psql('app', q{
+	CREATE TABLE snap (k int PRIMARY KEY, v text);
+	INSERT INTO snap VALUES (1, 'a'), (2, 'b');
+	SELECT autocdc.create_snapshot_flow('snap_t', 'snap', '{k}', stored_as_scd_type => '2');
+});
+wait_for('app', q{SELECT count(*) = 2 FROM snap_t}, 'the worker takes a snapshot flow\'s first snapshot');
+$node->safe_psql('app', q{UPDATE snap SET v = 'b2' WHERE k = 2; DELETE FROM snap WHERE k = 1});
+wait_for('app', q{SELECT count(*) = 3 AND count(*) FILTER (WHERE __end_at IS NULL) = 1 FROM snap_t},
+	'and later ones on its own');
 
 # --- run_flow and the worker on one flow ------------------------------------
 # run_flow in a loop while events arrive: every event once, same result.
