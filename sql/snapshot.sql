@@ -448,6 +448,9 @@ SELECT s_try($$SELECT * FROM autocdc.run_flow('ex5')$$);
 RESET ROLE;
 SELECT autocdc.drop_flow('rls');
 
+-- a snapshot flow has no source events: skip_events refuses it
+SELECT s_try($$SELECT autocdc.skip_events('ex7', '0/1')$$);
+
 -- drop_flow: a flow whose target does not exist yet, and one with a target
 SELECT autocdc.create_snapshot_flow('never', NULL, '{k}', source_function => 'f_one(int)');
 SELECT autocdc.drop_flow('never');

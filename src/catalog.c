@@ -1562,6 +1562,12 @@ update_flow(const char *name, const char *sql, Datum extra, Oid extratype)
 	level = set_safe_search_path();
 	flow = catalog_load_flow(name, true, false);
 	catalog_check_flow_owner(flow);
+	/* skip_events (the caller passing an LSN) is for change flows */
+	if (extratype == LSNOID && flow->kind == 's')
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("flow \"%s\" is a snapshot flow, which has no source events to skip", name),
+				 errhint("A snapshot flow reads its whole source at each run; fix the snapshot instead.")));
 	args[0] = CStringGetTextDatum(name);
 	args[1] = extra;
 	become_superuser(&saved_uid, &saved_sec);
