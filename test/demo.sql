@@ -111,7 +111,51 @@ SELECT * FROM users_scd2 ORDER BY userid, __start_at;
 \echo '              (126, Lily, Cancun, 2, null); a city change updates the open version in place'
 SELECT * FROM users_scd2_no_city ORDER BY userid, __start_at;
 
-\echo '--- autocdc.flows: totals over both steps'
+\echo
+\echo '=== SPEC examples 5-7: snapshot flows (AUTO CDC FROM SNAPSHOT, in SQL) ==='
+\echo 'snapshots v1, v2 are tables; a version function hands them out in order, one per call'
+CREATE TABLE users_v1 (userId int, city text);
+CREATE TABLE users_v2 (userId int, city text);
+INSERT INTO users_v1 VALUES (1, 'Oaxaca'), (2, 'Monterrey'), (3, 'Tijuana');
+INSERT INTO users_v2 VALUES (2, 'Carmel'), (3, 'Los Angeles'), (4, 'Death Valley');
+CREATE TABLE items_v1 (key int, tracking text, nontracking text);
+CREATE TABLE items_v2 (key int, tracking text, nontracking text);
+INSERT INTO items_v1 VALUES (1, 'a1', 'b1'), (2, 'a2', 'b2'), (4, 'a4', 'b4');
+INSERT INTO items_v2 VALUES (2, 'a2_new', 'b2'), (3, 'a3', 'b3'), (4, 'a4', 'b4_new');
+-- f(last version) RETURNS TABLE (snapshot regclass, version): the next snapshot after last
+CREATE FUNCTION next_users(last int) RETURNS TABLE (snapshot regclass, version int)
+	LANGUAGE sql SET search_path = public AS $$
+	SELECT format('users_v%s', v)::regclass, v FROM generate_series(1, 2) v
+	 WHERE v > coalesce(last, 0) ORDER BY v LIMIT 1 $$;
+CREATE FUNCTION next_items(last int) RETURNS TABLE (snapshot regclass, version int)
+	LANGUAGE sql SET search_path = public AS $$
+	SELECT format('items_v%s', v)::regclass, v FROM generate_series(1, 2) v
+	 WHERE v > coalesce(last, 0) ORDER BY v LIMIT 1 $$;
+SELECT autocdc.create_snapshot_flow('users_snap_scd2', NULL, '{userId}', stored_as_scd_type => '2',
+	source_function => 'next_users(int)', continuous => false) AS "example 5 flow";
+SELECT autocdc.create_snapshot_flow('users_snap_scd1', NULL, '{userId}',
+	source_function => 'next_users(int)', continuous => false) AS "example 6 flow";
+SELECT autocdc.create_snapshot_flow('items_history', NULL, '{key}', stored_as_scd_type => '2',
+	track_history_column_list => '{tracking}',
+	source_function => 'next_items(int)', continuous => false) AS "example 7 flow";
+-- one run applies every snapshot the function hands out (v1, then v2)
+SELECT 'users_snap_scd2' AS flow, * FROM autocdc.run_flow('users_snap_scd2');
+SELECT 'users_snap_scd1' AS flow, * FROM autocdc.run_flow('users_snap_scd1');
+SELECT 'items_history' AS flow, * FROM autocdc.run_flow('items_history');
+
+\echo '--- SPEC example 5: SCD type 2 from snapshots (target users_snap_scd2)'
+\echo '    expected: (1, Oaxaca, 1, 2), (2, Monterrey, 1, 2), (2, Carmel, 2, null), (3, Tijuana, 1, 2),'
+\echo '              (3, Los Angeles, 2, null), (4, Death Valley, 2, null)'
+SELECT * FROM users_snap_scd2 ORDER BY userid, __start_at;
+\echo '--- SPEC example 6: SCD type 1 from snapshots (target users_snap_scd1); expected: exactly v2'
+SELECT * FROM users_snap_scd1 ORDER BY userid;
+\echo '--- SPEC example 7: SCD type 2, TRACK HISTORY ON (tracking) (target items_history)'
+\echo '    expected: (1, a1, b1, 1, 2), (2, a2, b2, 1, 2), (2, a2_new, b2, 2, null), (3, a3, b3, 2, null),'
+\echo '              (4, a4, b4_new, 1, null); a change of nontracking only updates the open version'
+SELECT * FROM items_history ORDER BY key, __start_at;
+
+\echo
+\echo '--- autocdc.flows: totals (the change flows over both steps, the snapshot flows over v1 and v2)'
 \echo '    expected (events, upserted, deleted): users_scd1 8, 5, 1; users_scd1_truncate 9, 5, 3;'
 \echo '                                          users_scd2 8, 9, 0; users_scd2_no_city 8, 6, 0; all idle'
 SELECT name, state, num_events, num_upserted_rows, num_deleted_rows
@@ -132,6 +176,14 @@ exp3(userid, name, city, s, e) AS (VALUES
 exp4(userid, name, city, s, e) AS (VALUES
 	(123, 'Isabel', 'Chihuahua', 1, 6), (124, 'Raul', 'Oaxaca', 1, NULL),
 	(125, 'Mercedes', 'Guadalajara', 2, NULL), (126, 'Lily', 'Cancun', 2, NULL)),
+exp5(userid, city, s, e) AS (VALUES
+	(1, 'Oaxaca', 1, 2), (2, 'Monterrey', 1, 2), (2, 'Carmel', 2, NULL), (3, 'Tijuana', 1, 2),
+	(3, 'Los Angeles', 2, NULL), (4, 'Death Valley', 2, NULL)),
+exp6(userid, city) AS (VALUES
+	(2, 'Carmel'), (3, 'Los Angeles'), (4, 'Death Valley')),
+exp7(key, tracking, nontracking, s, e) AS (VALUES
+	(1, 'a1', 'b1', 1, 2), (2, 'a2', 'b2', 1, 2), (2, 'a2_new', 'b2', 2, NULL),
+	(3, 'a3', 'b3', 2, NULL), (4, 'a4', 'b4_new', 1, NULL)),
 expf(name, num_events, num_upserted_rows, num_deleted_rows) AS (VALUES
 	('users_scd1', 8, 5, 1), ('users_scd1_truncate', 9, 5, 3),
 	('users_scd2', 8, 9, 0), ('users_scd2_no_city', 8, 6, 0))
@@ -151,11 +203,25 @@ SELECT 'example 4', NOT EXISTS (
 		(SELECT * FROM exp4 EXCEPT ALL SELECT * FROM users_scd2_no_city)
 		UNION ALL (SELECT * FROM users_scd2_no_city EXCEPT ALL SELECT * FROM exp4))
 UNION ALL
+SELECT 'example 5', NOT EXISTS (
+		(SELECT * FROM exp5 EXCEPT ALL SELECT * FROM users_snap_scd2)
+		UNION ALL (SELECT * FROM users_snap_scd2 EXCEPT ALL SELECT * FROM exp5))
+UNION ALL
+SELECT 'example 6', NOT EXISTS (
+		(SELECT * FROM exp6 EXCEPT ALL SELECT * FROM users_snap_scd1)
+		UNION ALL (SELECT * FROM users_snap_scd1 EXCEPT ALL SELECT * FROM exp6))
+UNION ALL
+SELECT 'example 7', NOT EXISTS (
+		(SELECT * FROM exp7 EXCEPT ALL SELECT * FROM items_history)
+		UNION ALL (SELECT * FROM items_history EXCEPT ALL SELECT * FROM exp7))
+UNION ALL
 SELECT 'flow metrics', NOT EXISTS (
 		(SELECT * FROM expf EXCEPT ALL
-		 SELECT name, num_events, num_upserted_rows, num_deleted_rows FROM autocdc.flows)
+		 SELECT name, num_events, num_upserted_rows, num_deleted_rows FROM autocdc.flows
+		  WHERE kind = 'cdc')
 		UNION ALL
 		(SELECT name, num_events, num_upserted_rows, num_deleted_rows FROM autocdc.flows
+		  WHERE kind = 'cdc'
 		 EXCEPT ALL SELECT * FROM expf))
 UNION ALL
 SELECT 'flow states', NOT EXISTS (SELECT FROM autocdc.flows WHERE state <> 'idle');
