@@ -1079,7 +1079,7 @@ same_key(ApplyCtx *a, Ev *x, Ev *y)
 }
 
 /* "OPERATOR(schema.=)" for the default equality of a type. */
-static char *
+char *
 equality_operator(Oid typid)
 {
 	TypeCacheEntry *tc = lookup_type_cache(typid, TYPECACHE_EQ_OPR);

@@ -22,6 +22,7 @@
 #include "datatype/timestamp.h"
 #include "nodes/pg_list.h"
 #include "storage/lwlock.h"
+#include "utils/array.h"
 #include "utils/tuplestore.h"
 
 #define AUTOCDC_PUBLICATION "autocdc_feeds"
@@ -108,6 +109,7 @@ extern void catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz star
 								  bool log);
 extern void catalog_sync_columns(FlowDef *flow, bool refresh);
 extern char *state_table_name(int target_id);
+extern List *parse_identifier_array(ArrayType *arr, const char *what);
 
 /* util.c */
 typedef void (*SpiRowFn) (HeapTuple tup, TupleDesc desc, void *arg);
@@ -150,6 +152,7 @@ extern void advertise_running(FlowDef *flow);
 
 /* apply.c */
 extern void apply_batch(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all);
+extern char *equality_operator(Oid typid);
 extern void apply_events(FlowDef *flow, RunMetrics *m, const char *events_sql, bool touch_all);
 
 /* snapshot.c */

@@ -99,7 +99,7 @@ parse_identifier(const char *text, const char *what)
 }
 
 /* Parse a text[] of identifiers into a list of names; NULL array gives NIL. */
-static List *
+List *
 parse_identifier_array(ArrayType *arr, const char *what)
 {
 	Datum	   *elems;

@@ -327,49 +327,6 @@ check_target_unused(Oid target, const char *name)
 				 errhint("A snapshot flow compares each snapshot with its target, so it must be the only flow into that target; choose another target.")));
 }
 
-/* Parse a text[] of identifiers (NULL array: NIL). */
-static List *
-identifier_list(ArrayType *arr, const char *what)
-{
-	Datum	   *elems;
-	bool	   *nulls;
-	int			n,
-				i;
-	List	   *result = NIL;
-
-	if (arr == NULL)
-		return NIL;
-	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
-	for (i = 0; i < n; i++)
-	{
-		List	   *names = NIL;
-		char	   *txt;
-
-		if (nulls[i])
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("%s list must not contain null", what)));
-		txt = TextDatumGetCString(elems[i]);
-		PG_TRY();
-		{
-			names = stringToQualifiedNameList(txt);
-		}
-		PG_CATCH();
-		{
-			FlushErrorState();
-			names = NIL;
-		}
-		PG_END_TRY();
-		if (list_length(names) != 1)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_NAME),
-					 errmsg("invalid %s name \"%s\"", what, txt),
-					 errhint("Give a plain column name, double-quoted if it has upper-case letters.")));
-		result = lappend(result, strVal(linitial(names)));
-	}
-	return result;
-}
-
 /* A name[] datum from a list of names. */
 static Datum
 name_array(List *names)
@@ -568,7 +525,7 @@ autocdc_create_snapshot_flow(PG_FUNCTION_ARGS)
 		/* a version function; the first snapshot it returns creates the target */
 		char	   *sig = text_to_cstring(PG_GETARG_TEXT_PP(8));
 		Oid			fn = lookup_signature(sig);
-		List	   *keys = identifier_list(PG_GETARG_ARRAYTYPE_P(2), "key");
+		List	   *keys = parse_identifier_array(PG_GETARG_ARRAYTYPE_P(2), "key");
 		char	   *normalized;
 
 		if (!OidIsValid(fn))
@@ -582,8 +539,8 @@ autocdc_create_snapshot_flow(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 					 errmsg("permission denied for version function %s", sig),
 					 errhint("The flow owner needs EXECUTE on the version function.")));
-		(void) identifier_list(PG_ARGISNULL(4) ? NULL : PG_GETARG_ARRAYTYPE_P(4), "track history column");
-		(void) identifier_list(PG_ARGISNULL(5) ? NULL : PG_GETARG_ARRAYTYPE_P(5), "track history column");
+		(void) parse_identifier_array(PG_ARGISNULL(4) ? NULL : PG_GETARG_ARRAYTYPE_P(4), "track history column");
+		(void) parse_identifier_array(PG_ARGISNULL(5) ? NULL : PG_GETARG_ARRAYTYPE_P(5), "track history column");
 		if (OidIsValid(target))
 		{
 			if (get_rel_relkind(target) != RELKIND_RELATION)
@@ -853,27 +810,6 @@ distinct_clause(const char *col, Oid typid)
 					quote_identifier(get_namespace_name(nsp)), col);
 }
 
-/* "OPERATOR(schema.=)" of a type's default equality. */
-static char *
-equality(Oid typid)
-{
-	TypeCacheEntry *tc = lookup_type_cache(typid, TYPECACHE_EQ_OPR);
-	HeapTuple	tp;
-	Oid			nsp;
-
-	if (!OidIsValid(tc->eq_opr))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_FUNCTION),
-				 errmsg("key type %s has no default equality operator", format_type_be(typid))));
-	tp = SearchSysCache1(OPEROID, ObjectIdGetDatum(tc->eq_opr));
-	if (!HeapTupleIsValid(tp))
-		elog(ERROR, "cache lookup failed for operator %u", tc->eq_opr);
-	nsp = ((Form_pg_operator) GETSTRUCT(tp))->oprnamespace;
-	ReleaseSysCache(tp);
-	return psprintf("OPERATOR(%s.=)", quote_identifier(get_namespace_name(nsp)));
-}
-
-
 /*
  * The query returning the events of one snapshot in the shape the apply
  * engine classifies (data columns in hidden-state order, sequence, lsn, ord,
@@ -932,7 +868,7 @@ events_sql(FlowDef *flow, Oid rel, const char *vliteral, bool full)
 		{
 			appendStringInfo(&keys, "%s%s", keys.len ? ", " : "", q);
 			appendStringInfo(&on, "%ss.%s %s t.%s", on.len ? " AND " : "", q,
-							 equality(att->atttypid), q);
+							 equality_operator(att->atttypid), q);
 		}
 		else
 			appendStringInfo(&differ, " OR %s", distinct_clause(q, att->atttypid));
