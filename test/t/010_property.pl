@@ -14,6 +14,12 @@
 # Every run_flow must also report num_events = the rows inserted since the
 # previous run (so a second run right after the last one reports 0).
 #
+# A second phase repeats fewer streams per mode with continuous flows and the
+# background worker on: the worker applies the flow whenever it wakes, in
+# between and during the run_flow calls, so the split into runs is no longer
+# known; the target must still equal the model, and the flow's total
+# num_events the number of events (each applied exactly once).
+#
 # Run just this file (as the postgres OS user, from a copy of the repository,
 # extension installed):
 #     make installcheck REGRESS= PROVE_TESTS=test/t/010_property.pl
@@ -38,6 +44,8 @@ use Time::HiRes qw(time);
 my $seed = length($ENV{AUTOCDC_PROPERTY_SEED} // '') ? $ENV{AUTOCDC_PROPERTY_SEED} : 42;
 my $streams_per_mode =
   length($ENV{AUTOCDC_PROPERTY_STREAMS} // '') ? $ENV{AUTOCDC_PROPERTY_STREAMS} : 50;
+# streams per mode of the phase with the worker (a fifth of the others)
+my $worker_streams_per_mode = int(($streams_per_mode + 4) / 5);
 die "AUTOCDC_PROPERTY_STREAMS must be a positive integer"
   unless $streams_per_mode =~ /^\d+$/ && $streams_per_mode > 0;
 srand($seed);
@@ -345,7 +353,7 @@ my @MODES = (
 # matter.
 sub stream_sql
 {
-	my ($id, $mode, $tracked, $events, $plan) = @_;
+	my ($id, $mode, $tracked, $events, $plan, $worker) = @_;
 	my ($feed, $target, $flow) = ("feed_$id", "tgt_$id", "f_$id");
 	my @opts = (
 		"sequence_by => 'seq'",
@@ -355,7 +363,7 @@ sub stream_sql
 		"except_column_list => '{op,seq}'",
 		"stored_as_scd_type => '$mode->{scd}'",
 		"name => '$flow'",
-		"continuous => false");
+		"continuous => " . ($worker ? 'true' : 'false'));
 	push @opts, "track_history_column_list => '{" . join(',', @$tracked) . "}'"
 	  if $mode->{subset};
 	my $run = "SELECT 'RUN:' || num_events FROM autocdc.run_flow('$flow');\n";
@@ -382,6 +390,7 @@ sub stream_sql
 	  if $mode->{scd} == 2;
 	my $order = $mode->{scd} == 2 ? 'k, __start_at' : 'k';
 	$sql .= "SELECT 'ROW:' || concat_ws('|', $cols) FROM $target ORDER BY $order;\n";
+	$sql .= "SELECT 'TOTAL:' || num_events FROM autocdc.flows WHERE name = '$flow';\n";
 	return $sql;
 }
 
@@ -416,11 +425,22 @@ $node->safe_psql('postgres', 'CREATE EXTENSION autocdc');
 my $t0 = time;
 my $id = 0;
 my $nfail = 0;
+my $by_worker = 0;    # events of the worker phase that no run_flow applied
+for my $worker (0, 1)
+{
+	if ($worker)
+	{
+		$node->safe_psql('postgres',
+			"ALTER SYSTEM SET autocdc.enabled = on; SELECT pg_reload_conf();");
+		$node->poll_query_until('postgres',
+			"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'autocdc worker'")
+		  or die "the worker did not start";
+	}
 for my $mode (@MODES)
 {
 	my $mt0 = time;
 	my ($ok, $events_total) = (0, 0);
-	for my $s (1 .. $streams_per_mode)
+	for my $s (1 .. ($worker ? $worker_streams_per_mode : $streams_per_mode))
 	{
 		$id++;
 		my $events = gen_stream();
@@ -438,7 +458,7 @@ for my $mode (@MODES)
 		my $want_runs = join(',',
 			0, (map { my $n = 0; $n += @$_ for map { @$_ } @$_; $n } @$plan), 0);
 
-		my $sql = stream_sql($id, $mode, $tracked, $events, $plan);
+		my $sql = stream_sql($id, $mode, $tracked, $events, $plan, $worker);
 		my ($out, $err, $timed_out) = ('', '', 0);
 		$node->psql('postgres', $sql . cleanup_sql($id),
 			stdout => \$out, stderr => \$err, on_error_stop => 0,
@@ -448,11 +468,19 @@ for my $mode (@MODES)
 		my @lines = split /\n/, $out;
 		my $got_rows = join("\n", map { /^ROW:(.*)/ ? $1 : () } @lines);
 		my $got_runs = join(',', map { /^RUN:(.*)/ ? $1 : () } @lines);
+		my $got_total = join(',', map { /^TOTAL:(.*)/ ? $1 : () } @lines);
 
-		my $name = "$mode->{name} stream $s (id $id, "
+		my $name = ($worker ? 'worker: ' : '') . "$mode->{name} stream $s (id $id, "
 		  . scalar(@$events) . " events, " . scalar(@$plan) . " runs)";
 		my $pass = is($got_rows, $want_rows, "$name: target equals the model");
-		$pass &= is($got_runs, $want_runs, "$name: num_events per run");
+		$pass &= is($got_total, scalar(@$events), "$name: every event applied once");
+		$pass &= is($got_runs, $want_runs, "$name: num_events per run") unless $worker;
+		if ($worker)
+		{
+			my $by_runs = 0;
+			$by_runs += $_ for split /,/, $got_runs;
+			$by_worker += @$events - $by_runs;
+		}
 		$pass &= unlike($err, qr/ERROR|FATAL|PANIC|timed out/, "$name: no errors");
 		if ($pass)
 		{
@@ -469,8 +497,8 @@ for my $mode (@MODES)
 		  . "\npsql stderr:\n$err"
 		  . "\nreproducing script (after CREATE EXTENSION autocdc):\n$sql";
 	}
-	note sprintf("mode %s: %d/%d streams ok, %d events, %.1f s",
-		$mode->{name}, $ok, $streams_per_mode, $events_total, time - $mt0);
+	note sprintf("%smode %s: %d streams ok, %d events, %.1f s",
+		$worker ? 'worker: ' : '', $mode->{name}, $ok, $events_total, time - $mt0);
 	# run_flow decodes from the slot's restart_lsn: how far back that is
 	# explains most of the time per stream
 	note "WAL bytes behind the slot's restart_lsn: "
@@ -478,7 +506,9 @@ for my $mode (@MODES)
 		"SELECT string_agg((pg_current_wal_lsn() - restart_lsn)::text, ',') "
 		  . "FROM pg_replication_slots");
 }
+}
 note sprintf("%d streams in %.1f s", $id, time - $t0);
+ok($by_worker > 0, "the worker applied events itself in the worker phase ($by_worker)");
 diag "seed $seed: $nfail of $id streams failed" if $nfail;
 
 # Nothing left behind: every stream dropped its flow.
