@@ -116,6 +116,25 @@ $node->safe_psql('app', q{SELECT autocdc.resume_flow('t1')});
 wait_for('app', q{SELECT num_events = 350 FROM autocdc.flows WHERE name = 't1'},
 	'a resumed flow catches up');
 
+# --- autocdc.batch_size bounds a pass, cut at transaction boundaries ------
+$node->safe_psql('app', q{ALTER SYSTEM SET autocdc.batch_size = 20; SELECT pg_reload_conf()});
+$node->safe_psql('app', q{SELECT autocdc.pause_flow('t1'); SELECT autocdc.pause_flow('t2')});
+my $runs_before = $node->safe_psql('app', q{SELECT coalesce(max(id), 0) FROM autocdc.flow_runs});
+$node->safe_psql('app', q{
+	DO $$ BEGIN FOR i IN 1..100 LOOP
+		INSERT INTO feed VALUES (i % 40, 'batch', 2000 + i, 'U');
+		COMMIT;
+	END LOOP; END $$});
+$node->safe_psql('app', q{SELECT autocdc.resume_flow('t1'); SELECT autocdc.resume_flow('t2')});
+wait_for('app', q{SELECT bool_and(num_events = 450) FROM autocdc.flows WHERE name IN ('t1', 't2')},
+	'a backlog is applied in several passes');
+# a pass stops once it has decoded 20 events for its flows together (each
+# transaction holds one event per flow), so no run of a flow exceeds 20
+is($node->safe_psql('app', qq{SELECT max(num_events) <= 20 AND count(*) >= 10 FROM autocdc.flow_runs
+							   WHERE id > $runs_before AND flow IN ('t1', 't2')}),
+	't', 'each pass stops at a transaction boundary once autocdc.batch_size events are decoded');
+$node->safe_psql('app', q{ALTER SYSTEM RESET autocdc.batch_size; SELECT pg_reload_conf()});
+
 # --- continuous snapshot flows, every autocdc.snapshot_interval -------------
 $node->safe_psql('app', q{
 	CREATE TABLE snap (k int PRIMARY KEY, v text);
@@ -143,7 +162,7 @@ for my $i (1 .. 20)
 }
 $loop->finish;
 is($loop_err, '', 'run_flow never fails beside the worker');
-wait_for('app', q{SELECT bool_and(num_events = 750) FROM autocdc.flows WHERE name IN ('t1', 't2')},
+wait_for('app', q{SELECT bool_and(num_events = 850) FROM autocdc.flows WHERE name IN ('t1', 't2')},
 	'every event applied exactly once with two appliers');
 $node->safe_psql('app', q{SELECT * FROM autocdc.run_flow('r1'); SELECT * FROM autocdc.run_flow('r2')});
 is(same_rows('app', 't1', 'r1'), 't', 'same result as a single applier (SCD 1)');
@@ -165,7 +184,7 @@ is($node->safe_psql('app', q{SELECT retry_at > last_error_at FROM autocdc.flows 
 is($node->safe_psql('app', q{SELECT count(*) > 0 FROM autocdc.flow_runs WHERE flow = 'e1' AND status = 'error'}),
 	't', 'the failed run is logged');
 insert_events('app', 'feed', 10);
-wait_for('app', q{SELECT num_events = 760 FROM autocdc.flows WHERE name = 't1'},
+wait_for('app', q{SELECT num_events = 860 FROM autocdc.flows WHERE name = 't1'},
 	'the other flows go on');
 $node->safe_psql('app', qq{SELECT autocdc.skip_events('e1', '$bad')});
 $node->safe_psql('app', q{INSERT INTO feed_e VALUES (3, 'c', 2)});
