@@ -43,7 +43,7 @@ work_mem = 64MB
 maintenance_work_mem = 256MB
 effective_cache_size = 4GB
 autocdc.enabled = off	# the flows here are applied by run_flow() only"
-. "$here/cluster.sh"
+. "$here/../cluster.sh"
 cp "$here"/*.sql "$work/"
 chown -R postgres:postgres "$work"
 

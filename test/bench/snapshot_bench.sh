@@ -42,7 +42,7 @@ work_mem = 64MB
 maintenance_work_mem = 256MB
 effective_cache_size = 4GB
 autocdc.enabled = off	# the flow here is applied by run_flow() only"
-. "$here/cluster.sh"
+. "$here/../cluster.sh"
 psql() { as_pg "$bin/psql" -X -q -h "$work" -p "$port" -U postgres -d bench -v ON_ERROR_STOP=1 "$@"; }
 now() { date +%s.%N; }
 # seconds taken by one psql invocation

@@ -4,7 +4,7 @@
 #     bash test/bench/worker_bench.sh            # 60 s at 1,000 events/s per SCD type
 #     bash test/bench/worker_bench.sh --quick    # 10 s
 # For an SCD 1 and then an SCD 2 flow, each in a fresh database of a
-# throwaway cluster (test/bench/cluster.sh):
+# throwaway cluster (test/cluster.sh):
 #   1. latency: pgbench inserts single-row transactions into the feed at a
 #      steady rate (Poisson arrivals, 4 clients) while the worker applies
 #      them; no run_flow.  Commit-to-visible latency of an event = commit
@@ -37,7 +37,7 @@ BENCH_CONF="track_commit_timestamp = on
 shared_buffers = 512MB
 max_wal_size = 4GB
 checkpoint_timeout = 30min"
-. "$here/cluster.sh"
+. "$here/../cluster.sh"
 
 cat >"$work/insert.pgb" <<EOF
 \\set id random(1, $KEYS)

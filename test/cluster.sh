@@ -1,18 +1,18 @@
-# Sourced by the benchmark scripts (bash, as root): installs autocdc unless
-# AUTOCDC_SKIP_SETUP=1, starts a throwaway cluster as the postgres OS account
-# in $work on a free $port with $BENCH_CONF and $BENCH_PGCONF appended to
-# postgresql.conf, defines psql() and as_pg(), and removes the cluster at
-# exit (unless BENCH_KEEP=1).  Needs $here (the benchmark directory);
-# PG_BINDIR overrides /usr/lib/postgresql/15/bin.
-[ "${AUTOCDC_SKIP_SETUP:-}" = 1 ] || bash "$here/../setup.sh"
+# Sourced by test/demo.sh and the benchmark scripts (bash, as root): installs
+# autocdc unless AUTOCDC_SKIP_SETUP=1, starts a throwaway cluster as the
+# postgres OS account in $work on a free $port with $BENCH_CONF and
+# $BENCH_PGCONF appended to postgresql.conf, defines psql() and as_pg(), and
+# removes the cluster at exit (unless BENCH_KEEP=1).  PG_BINDIR overrides
+# /usr/lib/postgresql/15/bin.
+[ "${AUTOCDC_SKIP_SETUP:-}" = 1 ] || bash "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 bin=${PG_BINDIR:-/usr/lib/postgresql/15/bin}
 
-work=$(mktemp -d /tmp/autocdc-bench.XXXXXX)
+work=$(mktemp -d /tmp/autocdc-cluster.XXXXXX)
 chmod 700 "$work"
 chown postgres:postgres "$work"
 cleanup() {
 	if [ "${BENCH_KEEP:-}" = 1 ]; then
-		echo "cluster left running: psql -h $work -p $port -U postgres bench"
+		echo "cluster left running: psql -h $work -p $port -U postgres"
 		echo "stop it with: runuser -u postgres -- $bin/pg_ctl -D $work/data stop && rm -rf $work"
 		return
 	fi
@@ -24,7 +24,7 @@ cleanup() {
 port=$((20000 + RANDOM % 30000))
 while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((port + 1)); done
 trap cleanup EXIT
-cd "$work"
+cd "$work"	# postgres may not be able to read the caller's directory
 
 as_pg() { runuser -u postgres -- "$@"; }
 as_pg "$bin/initdb" -D "$work/data" -U postgres -A trust -E UTF8 --locale=C >/dev/null
