@@ -205,6 +205,7 @@ worker_xact_callback(XactEvent event, void *arg)
 			return;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PREPARE:
 			break;
 		default:
 			return;
@@ -551,7 +552,7 @@ autocdc_launcher_main(Datum arg)
  * ----------------------------------------------------------------
  */
 
-/* The worker leaves the registry (and, if autocdc is gone, for good). */
+/* The worker leaves the registry. */
 static void
 worker_detach(int code, Datum arg)
 {
@@ -566,8 +567,6 @@ worker_detach(int code, Datum arg)
 		e->latch = NULL;
 		e->starting = false;
 		e->exited_at = GetCurrentTimestamp();
-		if (extension_gone)
-			e->absent = true;
 	}
 	LWLockRelease(wshared->lock);
 	wake_launcher();
@@ -690,6 +689,17 @@ worker_pass(bool *more)
 
 	if (!OidIsValid(get_extension_oid("autocdc", true)))
 	{
+		DbEntry    *e;
+
+		/*
+		 * Start no worker here until CREATE EXTENSION asks for one; marked
+		 * now, so that a CREATE EXTENSION committing from here on does.
+		 */
+		LWLockAcquire(wshared->lock, LW_EXCLUSIVE);
+		e = registry_entry(MyDatabaseId, false);
+		if (e)
+			e->absent = true;
+		LWLockRelease(wshared->lock);
 		extension_gone = true;
 		source_drop_slots();
 	}
