@@ -51,6 +51,7 @@
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "storage/procarray.h"
+#include "storage/standby.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -109,6 +110,9 @@ typedef struct DecodeState
 	MemoryContext cxt;			/* reset after each change */
 	MemoryContext relcxt;		/* the relation maps */
 } DecodeState;
+
+/* How far the slot's restart point may lag before a pass logs a running-xacts record. */
+#define RESTART_LAG_BYTES (1024 * 1024)
 
 /* Set when the relcache changed: the relation maps are rebuilt. */
 static bool decode_maps_stale = false;
@@ -868,6 +872,16 @@ source_capture_flows(List *captures, int64 max_events, bool resync_error,
 		foreach(lc, st.feeds)
 			forget_historic_relcache(((FeedCapture *) lfirst(lc))->c->flow);
 		confirm_oldest_progress();
+
+		/*
+		 * Every pass decodes from the slot's restart point, which moves only
+		 * at running-transactions records; the background writer logs one
+		 * every 15 s.  When the restart point lags far behind, log one now,
+		 * so that the next pass can move it and re-reads less.
+		 */
+		if (MyReplicationSlot->data.confirmed_flush >
+			MyReplicationSlot->data.restart_lsn + RESTART_LAG_BYTES)
+			(void) LogStandbySnapshot();
 		ReplicationSlotRelease();
 	}
 	PG_CATCH();
