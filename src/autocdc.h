@@ -7,7 +7,10 @@
  * through logical decoding and first reads, source.c) -> batch (rows held in
  * backend memory and exposed to SQL, batch.c) -> apply engine (the SPEC §4
  * fold, apply.c) -> target, hidden state and progress written in one
- * transaction (run.c drives one run).
+ * transaction (run.c drives a run, or a worker pass over several flows).
+ * Snapshot flows (snapshot.c) compute their changes by comparing a snapshot
+ * with the target and hand them to the same apply engine.  The launcher and
+ * the per-database workers (worker.c) only decide when run.c runs.
  *
  *-------------------------------------------------------------------------
  */

@@ -1,14 +1,17 @@
 /*-------------------------------------------------------------------------
  *
  * run.c
- *		One run of a flow (autocdc.run_flow) and full refreshes: the driver
- *		that takes a flow through capture, apply and progress in the
- *		caller's transaction.
+ *		One run of a flow (autocdc.run_flow), full refreshes, and the
+ *		background worker's pass: the driver that takes flows through
+ *		capture, apply and progress in the current transaction.
  *
  * Locks: the flow's flow_state row (FOR UPDATE) is the flow lock, held to
  * the end of the transaction; the target's autocdc.target row (FOR UPDATE)
  * keeps two flows from writing one target at once.  A failed run leaves its
- * error in shared memory (autocdc.c), since its transaction aborts.
+ * error in shared memory (autocdc.c), since its transaction aborts.  The
+ * worker's pass (worker.c selects and locks the flows) captures all of its
+ * change flows in one decoding pass and applies each in a subtransaction,
+ * so that a failing flow is rolled back and recorded alone.
  *
  *-------------------------------------------------------------------------
  */
