@@ -24,6 +24,7 @@
 #include "access/xlogdefs.h"
 #include "datatype/timestamp.h"
 #include "nodes/pg_list.h"
+#include "nodes/primnodes.h"
 #include "storage/lwlock.h"
 #include "utils/array.h"
 #include "utils/tuplestore.h"
@@ -113,6 +114,7 @@ extern void catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz star
 extern void catalog_sync_columns(FlowDef *flow, bool refresh);
 extern char *state_table_name(int target_id);
 extern List *parse_identifier_array(ArrayType *arr, const char *what);
+extern Oid	resolve_relation(const char *name, RangeVar **rv_out);
 
 /* util.c */
 typedef void (*SpiRowFn) (HeapTuple tup, TupleDesc desc, void *arg);

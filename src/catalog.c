@@ -449,7 +449,7 @@ parse_source_text(const char *source, bool *is_changes)
 }
 
 /* Resolve a relation name given as text; InvalidOid if missing. */
-static Oid
+Oid
 resolve_relation(const char *name, RangeVar **rv_out)
 {
 	List	   *names;

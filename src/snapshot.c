@@ -406,7 +406,6 @@ autocdc_create_snapshot_flow(PG_FUNCTION_ARGS)
 	Oid			saved_uid;
 	int			saved_sec;
 	int			level;
-	List	   *tnames;
 	RangeVar   *trv;
 	Oid			target;
 	MemoryContext callercxt = CurrentMemoryContext;
@@ -450,24 +449,7 @@ autocdc_create_snapshot_flow(PG_FUNCTION_ARGS)
 
 	/* the target, resolved with the caller's search_path */
 	{
-		char	   *ttext = text_to_cstring(PG_GETARG_TEXT_PP(0));
-
-		PG_TRY();
-		{
-			tnames = stringToQualifiedNameList(ttext);
-		}
-		PG_CATCH();
-		{
-			FlushErrorState();
-			tnames = NIL;
-		}
-		PG_END_TRY();
-		if (tnames == NIL || list_length(tnames) > 2)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_NAME),
-					 errmsg("invalid relation name \"%s\"", ttext)));
-		trv = makeRangeVarFromNameList(tnames);
-		target = RangeVarGetRelid(trv, NoLock, true);
+		target = resolve_relation(text_to_cstring(PG_GETARG_TEXT_PP(0)), &trv);
 		if (trv->schemaname == NULL)
 			trv->schemaname = get_namespace_name(RangeVarGetCreationNamespace(trv));
 	}
