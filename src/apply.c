@@ -76,6 +76,7 @@ typedef struct Ev
 	Datum	   *vals;			/* data columns */
 	bool	   *nulls;
 	bool		dead;			/* tie loser */
+	HeapTuple	tup;			/* a new event's state row, when formed */
 } Ev;
 
 /* A version or SCD 1 row produced by the fold. */
@@ -139,22 +140,33 @@ typedef struct ApplyCtx
 	TupleDesc	keydesc;
 	int64		nkeys_distinct;
 	bool		last_only;		/* keep only each key's last event (SCD 1) */
+	struct KeyEntry **entries;	/* the keyhash's entries, first seen first */
+	bool		inmem;			/* new events are held by their key's entry */
+	Size		evbytes;		/* memory those events take */
+	bool		hashfold;		/* the fold takes new events from the entries */
 } ApplyCtx;
 
 /* The apply whose keys the hash callbacks below compare (one at a time). */
 static ApplyCtx *hashing_ctx = NULL;
 
 /*
- * An entry of the touched-keys hash.  For SCD 1 without ignore_null_updates
- * only the last event of a key in the batch can matter (its sequence and
- * arrival decide, ties go to the later arrival), so the entry keeps it and
- * the others never reach the fold.
+ * An entry of the touched-keys hash.  While the batch's events fit in
+ * work_mem, the entry holds its key's events, and the fold takes them from
+ * here instead of sorting them with the target's and the state's rows in
+ * SQL.  For SCD 1 without ignore_null_updates only the last event of a key
+ * in the batch can matter (its sequence and arrival decide, ties go to the
+ * later arrival), so the entry keeps just that one, whatever the batch's
+ * size, and the others never reach the fold.
  */
 typedef struct KeyEntry
 {
 	Datum	   *keyvals;		/* the hash key: must be first */
-	HeapTuple	winner;			/* SCD 1: the key's last event so far */
-	Datum		seq;
+	HeapTuple  *evs;			/* the key's new events (state rows), arrival
+								 * order; for SCD 1 only the last so far */
+	int			nevs,
+				maxevs;
+	Datum		seq;			/* SCD 1: sequence of evs[0] */
+	bool		done;			/* folded */
 } KeyEntry;
 
 static void put_state_row(ApplyCtx *a, Tuplestorestate *ts, Datum *dvals, bool *dnulls,
@@ -197,9 +209,9 @@ event_compare(ApplyCtx *a, Ev *x, Ev *y)
 	return 0;
 }
 
-/* qsort_arg comparator for truncates. */
+/* qsort_arg comparator for arrays of events (Ev *), by event_compare. */
 static int
-trunc_qsort_cmp(const void *x, const void *y, void *arg)
+ev_qsort_cmp(const void *x, const void *y, void *arg)
 {
 	return event_compare((ApplyCtx *) arg, *(Ev **) x, *(Ev **) y);
 }
@@ -499,6 +511,7 @@ keys_setup(ApplyCtx *a)
 							 HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_CONTEXT);
 	hashing_ctx = a;
 	a->last_only = (a->flow->scd == '1' && !a->flow->ignore_nulls);
+	a->inmem = true;
 }
 
 /* Note the key of a (non-truncate) event; store it the first time. */
@@ -529,12 +542,44 @@ keys_add(ApplyCtx *a, Datum *values, bool *nulls)
 			knulls[k] = false;
 		}
 		entry->keyvals = copy;
-		entry->winner = NULL;
+		entry->evs = NULL;
+		entry->nevs = entry->maxevs = 0;
+		entry->done = false;
 		tuplestore_putvalues(a->keyts, a->keydesc, copy, knulls);
-		a->nkeys_distinct++;
+		if ((a->nkeys_distinct & (a->nkeys_distinct - 1)) == 0)
+			a->entries = a->entries
+				? repalloc_huge(a->entries, sizeof(KeyEntry *) * a->nkeys_distinct * 2)
+				: palloc(sizeof(KeyEntry *) * 2);
+		a->entries[a->nkeys_distinct++] = entry;
 		MemoryContextSwitchTo(old);
 	}
 	return entry;
+}
+
+/*
+ * Move the events held by the keyhash's entries to the events tuplestore
+ * (which spills to disk), for the fold to read them through SQL: the batch
+ * outgrew work_mem, or the fold must read every key (truncates).
+ */
+static void
+spill_entries(ApplyCtx *a, Tuplestorestate *events)
+{
+	int64		i;
+	int			j;
+
+	for (i = 0; i < a->nkeys_distinct; i++)
+	{
+		KeyEntry   *entry = a->entries[i];
+
+		for (j = 0; j < entry->nevs; j++)
+		{
+			tuplestore_puttuple(events, entry->evs[j]);
+			heap_freetuple(entry->evs[j]);
+		}
+		entry->nevs = 0;
+	}
+	a->inmem = false;
+	a->evbytes = 0;
 }
 
 /* State of the classification of one batch. */
@@ -602,21 +647,45 @@ classify_row(HeapTuple tup, TupleDesc desc, void *arg)
 	if (kind != 't' && a->keyhash != NULL)
 	{
 		KeyEntry   *entry = keys_add(a, values, nulls);
+		MemoryContext old;
+		HeapTuple	tup;
 
 		/* rows come in arrival order: a later row with an equal sequence wins */
 		if (a->last_only)
 		{
-			if (entry->winner == NULL || seq_compare(a, values[a->ndata], entry->seq) >= 0)
+			if (entry->nevs == 0 || seq_compare(a, values[a->ndata], entry->seq) >= 0)
 			{
-				MemoryContext old = MemoryContextSwitchTo(a->cxt);
-
-				if (entry->winner)
-					heap_freetuple(entry->winner);
-				entry->winner = form_state_tuple(a, values, nulls, values[a->ndata], lsn,
+				old = MemoryContextSwitchTo(a->cxt);
+				if (entry->nevs == 0)
+				{
+					entry->evs = palloc(sizeof(HeapTuple));
+					entry->nevs = entry->maxevs = 1;
+				}
+				else
+					heap_freetuple(entry->evs[0]);
+				entry->evs[0] = form_state_tuple(a, values, nulls, values[a->ndata], lsn,
 												 DatumGetInt64(values[a->ndata + 2]), kind);
-				entry->seq = heap_getattr(entry->winner, a->bk[0] + 1, a->sdesc, &isnull);
+				entry->seq = heap_getattr(entry->evs[0], a->bk[0] + 1, a->sdesc, &isnull);
 				MemoryContextSwitchTo(old);
 			}
+			return;
+		}
+		if (a->inmem)
+		{
+			old = MemoryContextSwitchTo(a->cxt);
+			tup = form_state_tuple(a, values, nulls, values[a->ndata], lsn,
+								   DatumGetInt64(values[a->ndata + 2]), kind);
+			if (entry->nevs >= entry->maxevs)
+			{
+				entry->maxevs = entry->maxevs ? entry->maxevs * 2 : 2;
+				entry->evs = entry->evs ? repalloc(entry->evs, sizeof(HeapTuple) * entry->maxevs)
+					: palloc(sizeof(HeapTuple) * entry->maxevs);
+			}
+			entry->evs[entry->nevs++] = tup;
+			MemoryContextSwitchTo(old);
+			a->evbytes += GetMemoryChunkSpace(tup) + sizeof(HeapTuple);
+			if (a->evbytes > (Size) work_mem * 1024)
+				spill_entries(a, cs->events);
 			return;
 		}
 	}
@@ -670,17 +739,6 @@ classify(ApplyCtx *a, Tuplestorestate *events, List **truncs, const char *events
 	cs.nulls = palloc(sizeof(bool) * (a->ndata + 4));
 
 	spi_foreach(events_sql ? events_sql : classify_sql(a), false, classify_row, NULL, &cs);
-	if (a->last_only && a->keyhash != NULL)
-	{
-		HASH_SEQ_STATUS status;
-		KeyEntry   *entry;
-
-		hashing_ctx = a;
-		hash_seq_init(&status, a->keyhash);
-		while ((entry = hash_seq_search(&status)) != NULL)
-			if (entry->winner)
-				tuplestore_puttuple(events, entry->winner);
-	}
 	*truncs = cs.truncs;
 	return cs.n;
 }
@@ -759,7 +817,10 @@ put_state_row(ApplyCtx *a, Tuplestorestate *ts, Datum *dvals, bool *dnulls,
 static void
 keep_event(ApplyCtx *a, Ev *e)
 {
-	put_state_row(a, a->sins, e->vals, e->nulls, e->seq, e->lsn, e->ord, e->kind);
+	if (e->tup)
+		tuplestore_puttuple(a->sins, e->tup);
+	else
+		put_state_row(a, a->sins, e->vals, e->nulls, e->seq, e->lsn, e->ord, e->kind);
 	a->nsins++;
 }
 
@@ -1190,6 +1251,98 @@ typedef struct FoldScan
 				maxgroup;
 } FoldScan;
 
+/* Append an event to the key being gathered. */
+static void
+group_add(FoldScan *fs, Ev *e)
+{
+	if (fs->ngroup >= fs->maxgroup)
+	{
+		fs->maxgroup = fs->maxgroup ? fs->maxgroup * 2 : 64;
+		fs->group = fs->group ? repalloc(fs->group, sizeof(Ev *) * fs->maxgroup)
+			: MemoryContextAlloc(fs->a->cxt, sizeof(Ev *) * fs->maxgroup);
+	}
+	fs->group[fs->ngroup++] = e;
+}
+
+/* An Ev for a new event held by a keyhash entry (state row layout). */
+static Ev *
+event_from_state(ApplyCtx *a, HeapTuple tup)
+{
+	Ev		   *e = palloc0(sizeof(Ev));
+	Datum	   *values = palloc(sizeof(Datum) * a->sdesc->natts);
+	bool	   *nulls = palloc(sizeof(bool) * a->sdesc->natts);
+	int			i;
+
+	heap_deform_tuple(tup, a->sdesc, values, nulls);
+	e->src = 2;
+	e->tup = tup;
+	e->vals = palloc(sizeof(Datum) * a->ndata);
+	e->nulls = palloc(sizeof(bool) * a->ndata);
+	for (i = 0; i < a->ndata; i++)
+	{
+		e->vals[i] = values[a->dattno[i]];
+		e->nulls[i] = nulls[a->dattno[i]];
+	}
+	e->seq = values[a->bk[0]];
+	e->endnull = true;
+	e->lsn = DatumGetLSN(values[a->bk[1]]);
+	e->ord = DatumGetInt64(values[a->bk[2]]);
+	e->kind = DatumGetChar(values[a->bk[3]]);
+	return e;
+}
+
+/*
+ * Add a keyhash entry's new events to the key being gathered (whose target
+ * rows come first, then its hidden state's events in order), order its
+ * events, fold it, and let the entry's memory go.  In the group context.
+ */
+static void
+fold_entry(FoldScan *fs, KeyEntry *entry)
+{
+	ApplyCtx   *a = fs->a;
+	int			first = 0,
+				j;
+
+	while (first < fs->ngroup && fs->group[first]->src == 0)
+		first++;
+	for (j = 0; j < entry->nevs; j++)
+		group_add(fs, event_from_state(a, entry->evs[j]));
+	if (fs->ngroup - first > 1)
+		qsort_arg(fs->group + first, fs->ngroup - first, sizeof(Ev *), ev_qsort_cmp, a);
+	fold_key(a, fs->group, fs->ngroup);
+	for (j = 0; j < entry->nevs; j++)
+		heap_freetuple(entry->evs[j]);
+	entry->nevs = 0;
+	entry->done = true;
+}
+
+/*
+ * Fold the key gathered from the merged stream; when the new events are
+ * held by the keyhash, add the key's from there.  In the group context.
+ */
+static void
+fold_group(FoldScan *fs)
+{
+	ApplyCtx   *a = fs->a;
+	Datum		probe[INDEX_MAX_KEYS];
+	Datum	   *probep = probe;
+	KeyEntry   *entry;
+	int			k;
+
+	if (!a->hashfold)
+	{
+		fold_key(a, fs->group, fs->ngroup);
+		return;
+	}
+	for (k = 0; k < a->nkeys; k++)
+		probe[k] = fs->group[0]->vals[a->keyidx[k]];
+	hashing_ctx = a;
+	entry = hash_search(a->keyhash, &probep, HASH_FIND, NULL);
+	if (entry == NULL)
+		elog(ERROR, "flow \"%s\": a touched key is missing from the batch", a->flow->name);
+	fold_entry(fs, entry);
+}
+
 /* One row of the merged stream: fold the previous key when a new one starts. */
 static void
 fold_row(HeapTuple tup, TupleDesc desc, void *arg)
@@ -1201,20 +1354,14 @@ fold_row(HeapTuple tup, TupleDesc desc, void *arg)
 
 	if (fs->ngroup > 0 && !same_key(a, fs->group[0], e))
 	{
-		fold_key(a, fs->group, fs->ngroup);
+		fold_group(fs);
 		fs->ngroup = 0;
 		/* start the next key with fresh memory */
 		MemoryContextReset(a->groupcxt);
 		e = read_row(a, tup, desc);
 	}
 	MemoryContextSwitchTo(old);
-	if (fs->ngroup >= fs->maxgroup)
-	{
-		fs->maxgroup = fs->maxgroup ? fs->maxgroup * 2 : 64;
-		fs->group = fs->group ? repalloc(fs->group, sizeof(Ev *) * fs->maxgroup)
-			: MemoryContextAlloc(a->cxt, sizeof(Ev *) * fs->maxgroup);
-	}
-	fs->group[fs->ngroup++] = e;
+	group_add(fs, e);
 }
 
 /* A key may span fetches: copy its values before the chunk is freed. */
@@ -1325,9 +1472,27 @@ apply_common(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all,
 		tuplestore_end(events);
 		return;
 	}
-	/* read by the touched-keys query (unless every key is touched) and the fold's */
-	batch_set(BATCH_EVENTS, events, a.sdesc, a.stype, nevents,
-			  truncs != NIL || touch_all || a.keyhash != NULL ? 1 : 2);
+
+	/*
+	 * The fold takes the new events from the keyhash, unless they outgrew
+	 * work_mem or it must read every key of the target (truncates, refresh).
+	 */
+	a.hashfold = a.inmem && truncs == NIL && !touch_all;
+	if (a.keyhash != NULL)
+		elog(DEBUG1, "autocdc: flow \"%s\": " INT64_FORMAT " events %s", flow->name, nevents,
+			 a.hashfold ? "folded from memory" :
+			 a.inmem ? "folded through SQL: the fold reads every key" :
+			 "folded through SQL: they outgrew work_mem");
+	if (a.hashfold)
+		tuplestore_end(events);
+	else
+	{
+		if (a.inmem)
+			spill_entries(&a, events);
+		/* read by the touched-keys query (unless every key is touched) and the fold's */
+		batch_set(BATCH_EVENTS, events, a.sdesc, a.stype, nevents,
+				  truncs != NIL || touch_all || a.keyhash != NULL ? 1 : 2);
+	}
 
 	/* truncates of the whole target, sorted */
 	{
@@ -1341,7 +1506,7 @@ apply_common(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all,
 		i = 0;
 		foreach(lc, all)
 			a.truncs[i++] = lfirst(lc);
-		qsort_arg(a.truncs, a.ntruncs, sizeof(Ev *), trunc_qsort_cmp, &a);
+		qsort_arg(a.truncs, a.ntruncs, sizeof(Ev *), ev_qsort_cmp, &a);
 	}
 
 	/* new truncates are kept as state */
@@ -1370,18 +1535,20 @@ apply_common(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all,
 					 "NULL::pg_catalog.int8, NULL::pg_catalog.\"char\", 0 AS __grp FROM ONLY %s x%s "
 					 "UNION ALL "
 					 "SELECT 1, x.ctid, %s, x.__autocdc_seq, NULL::%s, x.__autocdc_lsn, x.__autocdc_ord, "
-					 "x.__autocdc_kind, 1 FROM %s x%s WHERE x.__autocdc_kind OPERATOR(pg_catalog.<>) 't' "
-					 "UNION ALL "
-					 "SELECT 2, NULL::pg_catalog.tid, %s, x.__autocdc_seq, NULL::%s, x.__autocdc_lsn, "
-					 "x.__autocdc_ord, x.__autocdc_kind, 1 FROM autocdc._events(NULL::%s) x "
-					 "WHERE x.__autocdc_kind OPERATOR(pg_catalog.<>) 't' "
-					 "ORDER BY %s, __grp, %d, %d, %d",
+					 "x.__autocdc_kind, 1 FROM %s x%s WHERE x.__autocdc_kind OPERATOR(pg_catalog.<>) 't' ",
 					 data_list(&a, "x.", false),
 					 flow->scd == '2' ? "x.__start_at" : psprintf("NULL::%s", seqtype),
 					 flow->scd == '2' ? "x.__end_at" : psprintf("NULL::%s", seqtype),
 					 qualified(flow->target), filter,
-					 data_list(&a, "x.", false), seqtype, qualified(a.staterel), filter,
-					 data_list(&a, "x.", false), seqtype, format_type_be_qualified(a.stype),
+					 data_list(&a, "x.", false), seqtype, qualified(a.staterel), filter);
+	if (!a.hashfold)
+		appendStringInfo(&sql,
+						 "UNION ALL "
+						 "SELECT 2, NULL::pg_catalog.tid, %s, x.__autocdc_seq, NULL::%s, x.__autocdc_lsn, "
+						 "x.__autocdc_ord, x.__autocdc_kind, 1 FROM autocdc._events(NULL::%s) x "
+						 "WHERE x.__autocdc_kind OPERATOR(pg_catalog.<>) 't' ",
+						 data_list(&a, "x.", false), seqtype, format_type_be_qualified(a.stype));
+	appendStringInfo(&sql, "ORDER BY %s, __grp, %d, %d, %d",
 					 data_list(&a, "", true), a.ndata + 3, a.ndata + 5, a.ndata + 6);
 
 	a.groupcxt = AllocSetContextCreate(CurrentMemoryContext, "autocdc fold",
@@ -1407,8 +1574,24 @@ apply_common(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all,
 	if (fs.ngroup > 0)
 	{
 		old = MemoryContextSwitchTo(a.groupcxt);
-		fold_key(&a, fs.group, fs.ngroup);
+		fold_group(&fs);
 		MemoryContextSwitchTo(old);
+	}
+	/* keys with no target row and no hidden state, in order of first arrival */
+	if (a.hashfold)
+	{
+		int64		e;
+
+		for (e = 0; e < a.nkeys_distinct; e++)
+		{
+			if (a.entries[e]->done)
+				continue;
+			MemoryContextReset(a.groupcxt);
+			old = MemoryContextSwitchTo(a.groupcxt);
+			fs.ngroup = 0;
+			fold_entry(&fs, a.entries[e]);
+			MemoryContextSwitchTo(old);
+		}
 	}
 
 	t2 = GetCurrentTimestamp();
@@ -1438,7 +1621,7 @@ apply_common(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all,
 		PG_END_TRY();
 	}
 
-	elog(DEBUG1, "autocdc: flow \"%s\": classified " INT64_FORMAT " events in %ld ms, "
+	elog(DEBUG2, "autocdc: flow \"%s\": classified " INT64_FORMAT " events in %ld ms, "
 		 "folded in %ld ms, wrote in %ld ms", flow->name, nevents,
 		 (long) ((t1 - t0) / 1000), (long) ((t2 - t1) / 1000),
 		 (long) ((GetCurrentTimestamp() - t2) / 1000));

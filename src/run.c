@@ -153,7 +153,7 @@ run_apply(FlowDef *flow, Tuplestorestate *batch, TupleDesc bdesc, RunMetrics *m,
 	become_owner(flow->owner, &saved_uid, &saved_sec);
 	apply_batch(flow, m, have_batch && nrows > 0, touch_all);
 	restore_user(saved_uid, saved_sec);
-	elog(DEBUG1, "autocdc: flow \"%s\": captured " INT64_FORMAT " rows in %ld ms, applied in %ld ms",
+	elog(DEBUG2, "autocdc: flow \"%s\": captured " INT64_FORMAT " rows in %ld ms, applied in %ld ms",
 		 flow->name, nrows, (long) ((captured - started) / 1000),
 		 (long) ((GetCurrentTimestamp() - captured) / 1000));
 	batch_clear();

@@ -1,0 +1,92 @@
+
+# The fold holds a batch's events in memory while they fit in work_mem, and
+# otherwise spills them to a tuplestore and has SQL sort them with the
+# target's and the hidden state's rows.  Both ways must give the same target:
+# pairs of flows read one feed into two targets, one of each pair with
+# work_mem at its minimum (64 kB), over rounds of 3,000 events (out-of-order
+# and late sequences, deletes, NULLs).  The DEBUG1 line of each run shows
+# which way it went.  The property test checks the in-memory way against the
+# model; this one checks the spilled way against it.
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('spill');
+$node->init(allows_streaming => 'logical');
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'autocdc'");
+$node->append_conf('postgresql.conf', 'autocdc.enabled = off');
+$node->start;
+
+# name => create_flow options; all but plain SCD 1 keep every event
+my %flows = (
+	s1n => q{stored_as_scd_type => '1', ignore_null_updates => true},
+	s2 => q{stored_as_scd_type => '2'},
+	s2tn => q{stored_as_scd_type => '2', track_history_column_list => '{v}',
+			  ignore_null_updates => true},
+	s1 => q{stored_as_scd_type => '1'},);
+
+$node->safe_psql('postgres', q{
+	CREATE EXTENSION autocdc;
+	CREATE TABLE feed (k int, v text, w int, op text, seq int);
+});
+for my $f (sort keys %flows)
+{
+	for my $m ('mem', 'spill')
+	{
+		$node->safe_psql('postgres', qq{
+			SELECT autocdc.create_flow('${f}_$m', 'feed', '{k}', sequence_by => 'seq',
+				apply_as_deletes => \$\$op = 'D'\$\$, except_column_list => '{op,seq}',
+				name => '${f}_$m', $flows{$f})});
+	}
+}
+
+for my $round (1 .. 3)
+{
+	# keys 0..399; each round's sequences above the last round's, but one
+	# event in 17 is late: older than everything of the previous round
+	$node->safe_psql('postgres', qq{
+		INSERT INTO feed
+		SELECT (g * 37 + $round * 11) % 400,
+			   CASE WHEN g % 7 <> 0 THEN md5((g + $round)::text) END,
+			   CASE WHEN g % 11 <> 0 THEN g % 5 END,
+			   CASE WHEN g % 13 = 0 THEN 'D' ELSE 'U' END,
+			   $round * 10000 + (g * 7919) % 3001 - CASE WHEN g % 17 = 0 THEN 15000 ELSE 0 END
+		  FROM generate_series(1, 3000) g});
+	for my $f (sort keys %flows)
+	{
+		my $offset = -s $node->logfile;
+
+		$node->safe_psql('postgres', qq{
+			SET log_min_messages = debug1;
+			SELECT num_events FROM autocdc.run_flow('${f}_mem');
+			SET work_mem = 64;
+			SET autocdc.work_mem = 64;
+			SELECT num_events FROM autocdc.run_flow('${f}_spill');
+		});
+		my $log = slurp_file($node->logfile, $offset);
+		like($log, qr/flow "${f}_mem": 3000 events folded from memory/,
+			"round $round, $f: the default work_mem holds the events");
+		if ($f eq 's1')
+		{
+			like($log, qr/flow "${f}_spill": 3000 events folded from memory/,
+				"round $round, $f: SCD 1 keeps each key's last event in memory");
+		}
+		else
+		{
+			like($log, qr/flow "${f}_spill": 3000 events folded through SQL: they outgrew work_mem/,
+				"round $round, $f: 64 kB spills them");
+		}
+		is( $node->safe_psql('postgres', qq{
+				SELECT (SELECT count(*) FROM ${f}_mem) > 100,
+					   (SELECT count(*) FROM (TABLE ${f}_mem EXCEPT ALL TABLE ${f}_spill) d)
+					   + (SELECT count(*) FROM (TABLE ${f}_spill EXCEPT ALL TABLE ${f}_mem) d)}),
+			't|0', "round $round, $f: both targets are the same");
+	}
+}
+
+$node->stop;
+done_testing();
