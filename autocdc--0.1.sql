@@ -121,11 +121,11 @@ SELECT pg_catalog.pg_extension_config_dump('autocdc.flow_run_log_id_seq', '');
 /* internal C functions                                             */
 /* ---------------------------------------------------------------- */
 
--- rows of the batch being applied in this backend (rows of the source type)
+-- rows of the batch being applied in this backend: (lsn, ord, the source's
+-- columns), given by a column definition list; the argument names the source type
 CREATE FUNCTION autocdc._batch_support(internal) RETURNS internal
 	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'autocdc_batch_support';
-CREATE FUNCTION autocdc._batch(anyelement,
-	OUT lsn pg_lsn, OUT ord bigint, OUT r anyelement)
+CREATE FUNCTION autocdc._batch(anyelement)
 	RETURNS SETOF record
 	LANGUAGE C SUPPORT autocdc._batch_support
 	AS 'MODULE_PATHNAME', 'autocdc_batch';

@@ -37,6 +37,7 @@
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "utils/syscache.h"
+#include "executor/executor.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
@@ -50,6 +51,7 @@
 #include "utils/memutils.h"
 #include "utils/pg_lsn.h"
 #include "utils/rel.h"
+#include "utils/ruleutils.h"
 #include "utils/typcache.h"
 #include "utils/timestamp.h"
 #include "storage/itemptr.h"
@@ -60,6 +62,7 @@
 #endif
 
 #include "autocdc.h"
+#include "compat.h"
 
 /* One row of the merged stream: a target row (src 0) or an event. */
 typedef struct Ev
@@ -698,6 +701,7 @@ static char *
 classify_sql(ApplyCtx *a)
 {
 	FlowDef    *f = a->flow;
+	TupleDesc	bdesc = batch_desc(BATCH_SOURCE);
 	StringInfoData sql;
 	int			i;
 
@@ -712,12 +716,22 @@ classify_sql(ApplyCtx *a)
 	}
 	appendStringInfo(&sql, "(%s)::%s, s.__autocdc_lsn, s.__autocdc_ord, "
 					 "(CASE WHEN (%s) THEN 't' WHEN (%s) THEN 'd' ELSE 'u' END)::pg_catalog.\"char\" "
-					 "FROM (SELECT b.lsn AS __autocdc_lsn, b.ord AS __autocdc_ord, (b.r).* "
-					 "FROM autocdc._batch(NULL::%s) b) s",
+					 "FROM autocdc._batch(NULL::%s) AS s(",
 					 f->sequence_by, format_type_be_qualified(f->seq_type),
 					 f->truncates ? f->truncates : "false",
 					 f->deletes ? f->deletes : "false",
 					 format_type_be_qualified(get_rel_type_id(f->source)));
+	/* the batch's columns (run.c: new_batch) */
+	for (i = 0; i < bdesc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(bdesc, i);
+
+		appendStringInfo(&sql, "%s%s %s", i ? ", " : "", quote_identifier(NameStr(att->attname)),
+						 format_type_with_typemod(att->atttypid, att->atttypmod));
+		if (OidIsValid(att->attcollation))
+			appendStringInfo(&sql, " COLLATE %s", generate_collation_name(att->attcollation));
+	}
+	appendStringInfoChar(&sql, ')');
 	return sql.data;
 }
 
@@ -1429,6 +1443,63 @@ insert_rows(Oid relid, Oid rowtype, Tuplestorestate *ts, TupleDesc desc, int64 n
 }
 
 /*
+ * Insert the rows of the hidden state's tuplestore directly, a page's worth
+ * of rows per WAL record (heap_multi_insert, as COPY does), then their index
+ * entries: the state is autocdc's own table, with no triggers, rules or
+ * constraints to honour, and a row per event made single inserts through
+ * SQL a large part of a run.
+ */
+static void
+insert_state_rows(ApplyCtx *a)
+{
+#define STATE_INSERT_BATCH 1000
+	Relation	rel;
+	EState	   *estate;
+	ResultRelInfo *rri;
+	TupleTableSlot **slots;
+	CommandId	cid = GetCurrentCommandId(true);
+	int			n = 0,
+				i;
+	bool		more = true;
+
+	if (a->nsins == 0)
+		return;
+	rel = table_open(a->staterel, RowExclusiveLock);
+	estate = CreateExecutorState();
+	rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(rri, rel, 1, NULL, 0);
+	ExecOpenIndices(rri, false);
+	slots = palloc(sizeof(TupleTableSlot *) * STATE_INSERT_BATCH);
+	for (i = 0; i < STATE_INSERT_BATCH; i++)
+		slots[i] = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsMinimalTuple);
+	while (more)
+	{
+		more = tuplestore_gettupleslot(a->sins, true, true, slots[n]);
+		if (more)
+			n++;
+		if (n == STATE_INSERT_BATCH || (!more && n > 0))
+		{
+			table_multi_insert(rel, slots, n, cid, 0, NULL);
+			for (i = 0; i < n; i++)
+			{
+				ResetPerTupleExprContext(estate);
+				(void) compat_ExecInsertIndexTuples(rri, slots[i], estate);
+				ExecClearTuple(slots[i]);
+			}
+			n = 0;
+		}
+	}
+	for (i = 0; i < STATE_INSERT_BATCH; i++)
+		ExecDropSingleTupleTableSlot(slots[i]);
+	ExecCloseIndices(rri);
+	FreeExecutorState(estate);
+	table_close(rel, NoLock);
+	tuplestore_end(a->sins);
+	a->sins = NULL;
+	CommandCounterIncrement();
+}
+
+/*
  * Apply the batch (BATCH_SOURCE) of a flow, or with events_sql the events
  * that query returns (already classified: the data columns in hidden-state
  * order, then sequence, lsn, ord and kind; snapshot.c).  Runs as the flow
@@ -1612,7 +1683,7 @@ apply_common(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all,
 		{
 			replorigin_session_origin = DoNotReplicateId;
 			delete_tids(a.staterel, a.sdel, a.nsdel);
-			insert_rows(a.staterel, a.stype, a.sins, a.sdesc, a.nsins);
+			insert_state_rows(&a);
 		}
 		PG_FINALLY();
 		{

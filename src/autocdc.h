@@ -142,6 +142,7 @@ extern void source_snapshot_read(FlowDef *flow, Tuplestorestate *batch,
 /* batch.c */
 extern void batch_set(int which, Tuplestorestate *ts, TupleDesc desc, Oid rowtype,
 					  int64 nrows, int uses);
+extern TupleDesc batch_desc(int which);
 extern void batch_clear(void);
 
 #define BATCH_SOURCE 0

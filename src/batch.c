@@ -64,6 +64,13 @@ batch_set(int which, Tuplestorestate *ts, TupleDesc desc, Oid rowtype, int64 nro
 	slots[which].uses = uses;
 }
 
+/* The row descriptor of a batch (NULL when none is set). */
+TupleDesc
+batch_desc(int which)
+{
+	return slots[which].desc;
+}
+
 /* Forget every tuplestore (end of run, or error). */
 void
 batch_clear(void)

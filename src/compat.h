@@ -60,4 +60,13 @@ compat_GetXLogInsertEndRecPtr(void)
 	((change)->data.tp.newtuple ? &(change)->data.tp.newtuple->tuple : NULL)
 #endif
 
+/* Index insertion of a new heap tuple (16 added onlySummarizing). */
+#if PG_VERSION_NUM >= 160000
+#define compat_ExecInsertIndexTuples(rri, slot, estate) \
+	ExecInsertIndexTuples((rri), (slot), (estate), false, false, NULL, NIL, false)
+#else
+#define compat_ExecInsertIndexTuples(rri, slot, estate) \
+	ExecInsertIndexTuples((rri), (slot), (estate), false, false, NULL, NIL)
+#endif
+
 #endif							/* AUTOCDC_COMPAT_H */

@@ -17,6 +17,7 @@
  */
 #include "postgres.h"
 
+#include "access/relation.h"
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/pg_type.h"
@@ -106,15 +107,38 @@ advertise_running(FlowDef *flow)
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 }
 
-/* A new, empty batch for the source rows of a flow: (lsn, ord, r). */
+/*
+ * A new, empty batch for the source rows of a flow: (lsn, ord, then the
+ * source's columns, dropped ones left out).  The source stays locked, so
+ * that its columns cannot change before the capture.
+ */
 static Tuplestorestate *
 new_batch(FlowDef *flow, TupleDesc *bdesc)
 {
-	TupleDesc	desc = CreateTemplateTupleDesc(3);
+	Relation	rel = relation_open(flow->source, AccessShareLock);
+	TupleDesc	rdesc = RelationGetDescr(rel);
+	TupleDesc	desc;
+	int			n = 0,
+				i;
 
-	TupleDescInitEntry(desc, 1, "lsn", LSNOID, -1, 0);
-	TupleDescInitEntry(desc, 2, "ord", INT8OID, -1, 0);
-	TupleDescInitEntry(desc, 3, "r", get_rel_type_id(flow->source), -1, 0);
+	for (i = 0; i < rdesc->natts; i++)
+		if (!TupleDescAttr(rdesc, i)->attisdropped)
+			n++;
+	desc = CreateTemplateTupleDesc(2 + n);
+	TupleDescInitEntry(desc, 1, "__autocdc_lsn", LSNOID, -1, 0);
+	TupleDescInitEntry(desc, 2, "__autocdc_ord", INT8OID, -1, 0);
+	n = 2;
+	for (i = 0; i < rdesc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(rdesc, i);
+
+		if (att->attisdropped)
+			continue;
+		n++;
+		TupleDescInitEntry(desc, n, NameStr(att->attname), att->atttypid, att->atttypmod, 0);
+		TupleDescInitEntryCollation(desc, n, att->attcollation);
+	}
+	relation_close(rel, NoLock);
 	*bdesc = BlessTupleDesc(desc);
 	return tuplestore_begin_heap(false, false, work_mem);
 }
@@ -168,11 +192,12 @@ static void
 run_one(FlowDef *flow, RunMetrics *m, bool refresh, bool touch_all)
 {
 	TupleDesc	bdesc;
-	Tuplestorestate *batch = new_batch(flow, &bdesc);
+	Tuplestorestate *batch;
 	TimestampTz started = GetCurrentTimestamp();
 	bool		have_batch = true;
 
 	(void) run_prepare(flow, refresh, false);
+	batch = new_batch(flow, &bdesc);
 	if (flow->once)
 	{
 		if (flow->once_done)

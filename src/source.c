@@ -331,13 +331,17 @@ static void
 snapshot_row(HeapTuple tup, TupleDesc desc, void *arg)
 {
 	SnapshotRead *sr = arg;
-	Datum		values[3];
-	bool		nulls[3] = {false, false, false};
+	int			natts = sr->desc->natts;
+	Datum	   *values = palloc(sizeof(Datum) * natts);
+	bool	   *nulls = palloc(sizeof(bool) * natts);
 
 	values[0] = LSNGetDatum(sr->pos);
 	values[1] = Int64GetDatum(++sr->ord);
-	values[2] = SPI_getbinval(tup, desc, 1, &nulls[2]);
+	nulls[0] = nulls[1] = false;
+	heap_deform_tuple(tup, desc, values + 2, nulls + 2);
 	tuplestore_putvalues(sr->batch, sr->desc, values, nulls);
+	pfree(values);
+	pfree(nulls);
 }
 
 /*
@@ -364,7 +368,7 @@ source_snapshot_read(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 	 * not use: that was checked) come back NULL.
 	 */
 	initStringInfo(&sql);
-	appendStringInfoString(&sql, "SELECT ROW(");
+	appendStringInfoString(&sql, "SELECT ");
 	for (i = 0; i < desc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
@@ -380,8 +384,7 @@ source_snapshot_read(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 							 format_type_with_typemod(att->atttypid, att->atttypmod));
 		first = false;
 	}
-	appendStringInfo(&sql, ")::%s FROM %s%s s",
-					 format_type_be_qualified(RelationGetDescr(rel)->tdtypeid),
+	appendStringInfo(&sql, " FROM %s%s s",
 					 relkind == RELKIND_RELATION ? "ONLY " : "",
 					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(flow->source)),
 												get_rel_name(flow->source)));
@@ -478,19 +481,22 @@ decode_rel(DecodeState *st, Relation rel)
 		Oid			source = fc->c->flow->source;
 		int		   *map;
 		int			i,
-					j;
+					j,
+					c;
 
 		k++;
 		if (relid != source && !list_member_oid(ancestors, source))
 			continue;
+		/* batch column (after lsn and ord) -> column of the decoded relation */
 		map = MemoryContextAlloc(st->relcxt, sizeof(int) * fc->feeddesc->natts);
+		c = 0;
 		for (i = 0; i < fc->feeddesc->natts; i++)
 		{
 			Form_pg_attribute att = TupleDescAttr(fc->feeddesc, i);
 
-			map[i] = -1;
 			if (att->attisdropped)
 				continue;
+			map[c] = -1;
 			for (j = 0; j < hdesc->natts; j++)
 			{
 				Form_pg_attribute hatt = TupleDescAttr(hdesc, j);
@@ -502,9 +508,12 @@ decode_rel(DecodeState *st, Relation rel)
 													   psprintf("flow \"%s\": column \"%s\" of source \"%s\" changed type",
 																fc->c->flow->name, NameStr(att->attname),
 																get_rel_name(source)));
-				map[i] = j;
+				map[c] = j;
 			}
+			c++;
 		}
+		if (c + 2 != fc->c->batchdesc->natts)
+			elog(ERROR, "batch of flow \"%s\" does not match its source", fc->c->flow->name);
 		dr->maps[k - 1] = map;
 		dr->wanted = true;
 	}
@@ -581,12 +590,10 @@ capture_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 	{
 		FeedCapture *fc = lfirst(fl);
 		int		   *map = dr->maps[k++];
-		TupleDesc	desc = fc->feeddesc;
+		TupleDesc	bdesc = fc->c->batchdesc;
 		Datum	   *values;
 		bool	   *nulls;
 		int			i;
-		Datum		bvalues[3];
-		bool		bnulls[3] = {false, false, false};
 		ResourceOwner saved;
 
 		if (map == NULL || !fc->keep || fc->c->error != NULL)
@@ -610,19 +617,21 @@ capture_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 					hvalues[j] = PointerGetDatum(detoast_external_attr((struct varlena *)
 																	   DatumGetPointer(hvalues[j])));
 		}
-		values = palloc(sizeof(Datum) * desc->natts);
-		nulls = palloc(sizeof(bool) * desc->natts);
-		for (i = 0; i < desc->natts; i++)
+		values = palloc(sizeof(Datum) * bdesc->natts);
+		nulls = palloc(sizeof(bool) * bdesc->natts);
+		values[0] = LSNGetDatum(st->commit_lsn);
+		values[1] = Int64GetDatum(++fc->ord);
+		nulls[0] = nulls[1] = false;
+		for (i = 2; i < bdesc->natts; i++)
 		{
-			values[i] = map[i] < 0 ? (Datum) 0 : hvalues[map[i]];
-			nulls[i] = map[i] < 0 ? true : hnulls[map[i]];
+			int			h = map[i - 2];
+
+			values[i] = h < 0 ? (Datum) 0 : hvalues[h];
+			nulls[i] = h < 0 ? true : hnulls[h];
 		}
-		bvalues[0] = LSNGetDatum(st->commit_lsn);
-		bvalues[1] = Int64GetDatum(++fc->ord);
-		bvalues[2] = heap_copy_tuple_as_datum(heap_form_tuple(desc, values, nulls), desc);
 		saved = CurrentResourceOwner;
 		CurrentResourceOwner = st->owner;
-		tuplestore_putvalues(fc->c->batch, fc->c->batchdesc, bvalues, bnulls);
+		tuplestore_putvalues(fc->c->batch, bdesc, values, nulls);
 		CurrentResourceOwner = saved;
 		st->kept++;
 	}
