@@ -293,12 +293,10 @@ SELECT autocdc.drop_flow('r_toast', true);
 DROP TABLE r_tfeed;
 
 --
--- A target's own rules hold whichever way rows go in: into a plain table
--- autocdc inserts them directly (a page per WAL record), checking NOT NULL
--- and CHECK constraints and unique indexes; a trigger or row-level security
--- that applies to the owner makes it use INSERT.  Two targets alike but for
--- a trigger fail the same way; FORCE ROW LEVEL SECURITY holds for an owner
--- that is not a superuser.  (The trigger runs under autocdc's search_path.)
+-- A target's own rules hold: NOT NULL and CHECK constraints, unique
+-- indexes, triggers (which run under autocdc's search_path), and FORCE ROW
+-- LEVEL SECURITY for an owner that is not a superuser.  Two targets alike but
+-- for a trigger fail the same way, and a failing run applies nothing.
 --
 CREATE TABLE r_ck_feed (k int, v int, w text, seq int);
 CREATE TABLE r_ck (k int PRIMARY KEY, v int CHECK (v > 0), w text NOT NULL UNIQUE);

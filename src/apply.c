@@ -33,7 +33,6 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/namespace.h"
-#include "catalog/pg_index.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "funcapi.h"
@@ -52,7 +51,6 @@
 #include "utils/memutils.h"
 #include "utils/pg_lsn.h"
 #include "utils/rel.h"
-#include "utils/rls.h"
 #include "utils/ruleutils.h"
 #include "utils/typcache.h"
 #include "utils/timestamp.h"
@@ -1445,83 +1443,41 @@ insert_rows(Oid relid, Oid rowtype, Tuplestorestate *ts, TupleDesc desc, int64 n
 }
 
 /*
- * Can rows go into a relation with heap_multi_insert and index insertion
- * alone, with nothing that an INSERT statement would also do left undone?
- * A plain table with no triggers (foreign keys included), rules, row-level
- * security for the inserting role, generated or identity columns,
- * partition constraint, deferrable or exclusion constraints.  NOT NULL and
- * CHECK constraints are checked by insert_direct.
- */
-static bool
-direct_insert_ok(Relation rel)
-{
-	TupleConstr *constr = RelationGetDescr(rel)->constr;
-	List	   *indexes;
-	ListCell   *lc;
-	bool		ok = true;
-	int			i;
-
-	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relispartition ||
-		rel->trigdesc != NULL || rel->rd_rules != NULL ||
-		check_enable_rls(RelationGetRelid(rel), InvalidOid, true) == RLS_ENABLED ||
-		(constr != NULL && constr->has_generated_stored))
-		return false;
-	for (i = 0; i < RelationGetDescr(rel)->natts; i++)
-		if (TupleDescAttr(RelationGetDescr(rel), i)->attidentity)
-			return false;
-	indexes = RelationGetIndexList(rel);
-	foreach(lc, indexes)
-	{
-		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
-		Form_pg_index idx;
-
-		if (!HeapTupleIsValid(tup))
-			elog(ERROR, "cache lookup failed for index %u", lfirst_oid(lc));
-		idx = (Form_pg_index) GETSTRUCT(tup);
-		if (!idx->indimmediate || idx->indisexclusion)
-			ok = false;
-		ReleaseSysCache(tup);
-	}
-	list_free(indexes);
-	return ok;
-}
-
-/*
- * Insert the rows of a tuplestore directly, a page's worth of rows per WAL
- * record (heap_multi_insert, as COPY does), then their index entries,
- * checking NOT NULL and CHECK constraints: one INSERT row each through SQL
- * was a large part of a run.  The caller made sure of direct_insert_ok (the
- * hidden state always is: autocdc's own table, nothing on it).  Frees the
- * tuplestore.
+ * Insert the rows of the hidden state's tuplestore directly, a page's worth
+ * of rows per WAL record (heap_multi_insert, as COPY does), then their index
+ * entries: the state is autocdc's own table, with no triggers, rules or
+ * constraints to honour, and a row per event made single inserts through
+ * SQL a large part of a run.
  */
 static void
-insert_direct(Relation rel, Tuplestorestate *ts)
+insert_state_rows(ApplyCtx *a)
 {
-#define DIRECT_INSERT_BATCH 1000
-	EState	   *estate = CreateExecutorState();
-	ResultRelInfo *rri = makeNode(ResultRelInfo);
+#define STATE_INSERT_BATCH 1000
+	Relation	rel;
+	EState	   *estate;
+	ResultRelInfo *rri;
 	TupleTableSlot **slots;
 	CommandId	cid = GetCurrentCommandId(true);
-	bool		constraints = RelationGetDescr(rel)->constr != NULL;
 	int			n = 0,
 				i;
 	bool		more = true;
 
-	InitResultRelInfo(rri, rel, 0, NULL, 0);
+	if (a->nsins == 0)
+		return;
+	rel = table_open(a->staterel, RowExclusiveLock);
+	estate = CreateExecutorState();
+	rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(rri, rel, 1, NULL, 0);
 	ExecOpenIndices(rri, false);
-	slots = palloc(sizeof(TupleTableSlot *) * DIRECT_INSERT_BATCH);
-	for (i = 0; i < DIRECT_INSERT_BATCH; i++)
+	slots = palloc(sizeof(TupleTableSlot *) * STATE_INSERT_BATCH);
+	for (i = 0; i < STATE_INSERT_BATCH; i++)
 		slots[i] = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsMinimalTuple);
 	while (more)
 	{
-		more = tuplestore_gettupleslot(ts, true, true, slots[n]);
+		more = tuplestore_gettupleslot(a->sins, true, true, slots[n]);
 		if (more)
-		{
-			if (constraints)
-				ExecConstraints(rri, slots[n], estate);
 			n++;
-		}
-		if (n == DIRECT_INSERT_BATCH || (!more && n > 0))
+		if (n == STATE_INSERT_BATCH || (!more && n > 0))
 		{
 			table_multi_insert(rel, slots, n, cid, 0, NULL);
 			for (i = 0; i < n; i++)
@@ -1533,43 +1489,14 @@ insert_direct(Relation rel, Tuplestorestate *ts)
 			n = 0;
 		}
 	}
-	for (i = 0; i < DIRECT_INSERT_BATCH; i++)
+	for (i = 0; i < STATE_INSERT_BATCH; i++)
 		ExecDropSingleTupleTableSlot(slots[i]);
 	ExecCloseIndices(rri);
 	FreeExecutorState(estate);
-	tuplestore_end(ts);
-	CommandCounterIncrement();
-}
-
-/* Insert the fold's rows into the target: directly when nothing forbids. */
-static void
-insert_target_rows(ApplyCtx *a)
-{
-	Relation	rel;
-
-	if (a->ntins == 0)
-		return;
-	rel = table_open(a->flow->target, RowExclusiveLock);
-	if (direct_insert_ok(rel))
-		insert_direct(rel, a->tins);
-	else
-		insert_rows(a->flow->target, a->ttype, a->tins, a->tdesc, a->ntins);
-	a->tins = NULL;
 	table_close(rel, NoLock);
-}
-
-/* Insert the hidden state's new rows. */
-static void
-insert_state_rows(ApplyCtx *a)
-{
-	Relation	rel;
-
-	if (a->nsins == 0)
-		return;
-	rel = table_open(a->staterel, RowExclusiveLock);
-	insert_direct(rel, a->sins);
+	tuplestore_end(a->sins);
 	a->sins = NULL;
-	table_close(rel, NoLock);
+	CommandCounterIncrement();
 }
 
 /*
@@ -1741,7 +1668,7 @@ apply_common(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all,
 	t2 = GetCurrentTimestamp();
 	/* write the differences */
 	delete_tids(flow->target, a.tdel, a.ntdel);
-	insert_target_rows(&a);
+	insert_rows(flow->target, a.ttype, a.tins, a.tdesc, a.ntins);
 
 	/*
 	 * Hidden-state changes are marked as not to be replicated, so that
