@@ -18,13 +18,18 @@
  *
  * A run is set-based: one query classifies the batch (user expressions are
  * evaluated there, as the owner) while C validates each event and gathers
- * the distinct touched keys in a hash table (for SCD 1 without
- * ignore_null_updates it keeps only each key's last event: nothing else can
- * matter); one query then returns the target rows, state events and new
- * events of the touched keys, reached through their indexes and sorted by
- * key and (sequence, arrival); the fold walks that stream key by key in C;
- * and four statements write the differences (delete by ctid, insert from a
- * tuplestore).
+ * the distinct touched keys in a hash table, whose entries hold the keys'
+ * new events while they fit in work_mem (for SCD 1 without
+ * ignore_null_updates only each key's last event, whatever the batch's
+ * size: nothing else can matter).  One query then returns the target rows
+ * and state events of the touched keys, reached through their indexes and
+ * sorted by key and (sequence, arrival); the fold walks that stream key by
+ * key in C, adding each key's new events from the hash, then folds the
+ * keys met nowhere else.  Past work_mem, or when a truncate touches every
+ * key, the new events go to a tuplestore instead and the same query sorts
+ * them in.  A few statements write the differences: deletes by ctid, an
+ * INSERT into the target from a tuplestore, and the state's new rows
+ * through heap_multi_insert.
  *
  *-------------------------------------------------------------------------
  */
@@ -54,6 +59,7 @@
 #include "utils/ruleutils.h"
 #include "utils/typcache.h"
 #include "utils/timestamp.h"
+#include "storage/bufmgr.h"
 #include "storage/itemptr.h"
 
 #ifndef DatumGetItemPointer
@@ -147,6 +153,7 @@ typedef struct ApplyCtx
 	bool		inmem;			/* new events are held by their key's entry */
 	Size		evbytes;		/* memory those events take */
 	bool		hashfold;		/* the fold takes new events from the entries */
+	int64		njoinkeys;		/* keys the fold's query joins to; -1: all */
 } ApplyCtx;
 
 /* The apply whose keys the hash callbacks below compare (one at a time). */
@@ -1237,6 +1244,7 @@ touched_keys_join(ApplyCtx *a)
 	{
 		/* gathered while classifying */
 		batch_set(BATCH_KEYS, a->keyts, a->keydesc, InvalidOid, a->nkeys_distinct, 2);
+		a->njoinkeys = a->nkeys_distinct;
 		return psprintf(" JOIN autocdc._keys() AS k(%s) ON %s", coldefs.data, cond.data);
 	}
 	old = MemoryContextSwitchTo(a->cxt);
@@ -1253,7 +1261,25 @@ touched_keys_join(ApplyCtx *a)
 	spi_foreach(sql.data, true, key_row, NULL, &kr);
 	n = kr.n;
 	batch_set(BATCH_KEYS, ts, desc, InvalidOid, n, 2);	/* target and state joins */
+	a->njoinkeys = n;
 	return psprintf(" JOIN autocdc._keys() AS k(%s) ON %s", coldefs.data, cond.data);
+}
+
+/*
+ * Are the target and the hidden state small beside the number of keys the
+ * run touches (under a page per 20 keys), so that reading them whole costs
+ * less than an index probe per key, and still grows with the keys?
+ */
+static bool
+small_beside_keys(ApplyCtx *a)
+{
+	Relation	t = table_open(a->flow->target, AccessShareLock);
+	Relation	s = table_open(a->staterel, AccessShareLock);
+	int64		pages = (int64) RelationGetNumberOfBlocks(t) + RelationGetNumberOfBlocks(s);
+
+	table_close(t, AccessShareLock);
+	table_close(s, AccessShareLock);
+	return pages * 20 < a->njoinkeys;
 }
 
 /* The key being gathered from the merged stream. */
@@ -1596,6 +1622,7 @@ apply_common(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all,
 
 	/* the merged stream of the touched keys */
 	seqtype = format_type_be_qualified(flow->seq_type);
+	a.njoinkeys = -1;
 	if (truncs != NIL || touch_all)
 		filter = "";
 	else
@@ -1632,13 +1659,19 @@ apply_common(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all,
 		 * Reach the touched keys' rows through their indexes: a hash or
 		 * merge join would read the whole target and state, making a run's
 		 * cost grow with the target instead of with the keys it touches.
+		 * Unless both are small beside the number of keys (under a page
+		 * per 20 keys): then reading them costs less than probing for every
+		 * key, and the planner may choose.
 		 */
 		int			level = NewGUCNestLevel();
 
-		(void) set_config_option("enable_hashjoin", "off", PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
-		(void) set_config_option("enable_mergejoin", "off", PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
+		if (a.njoinkeys >= 0 && !small_beside_keys(&a))
+		{
+			(void) set_config_option("enable_hashjoin", "off", PGC_USERSET, PGC_S_SESSION,
+									 GUC_ACTION_SAVE, true, 0, false);
+			(void) set_config_option("enable_mergejoin", "off", PGC_USERSET, PGC_S_SESSION,
+									 GUC_ACTION_SAVE, true, 0, false);
+		}
 		spi_foreach(sql.data, false, fold_row, fold_chunk_end, &fs);
 		AtEOXact_GUC(true, level);
 	}
