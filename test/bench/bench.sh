@@ -18,7 +18,10 @@
 #   BENCH_EVENTS  events per batch (default 200000; --quick 20000)
 #   BENCH_SMALL   rows of the small pre-populated target (default 10000)
 #   BENCH_BIG     rows of the big pre-populated target (default 1000000; --quick 100000)
-#   BENCH_PREPOP  space-separated target sizes to run (default "0 $BENCH_SMALL $BENCH_BIG")
+#   BENCH_PREPOP  space-separated target sizes to run (default "0 $BENCH_SMALL $BENCH_BIG
+#                 $BENCH_BIG:$BENCH_SMALL"); P:G = a target of P rows given the events
+#                 generated for G rows (new keys moved above P): the same work as the
+#                 G-row case on a bigger target
 #   BENCH_PGCONF  extra postgresql.conf lines
 #   BENCH_KEEP=1  leave the cluster running (prints how to connect and stop it)
 #   AUTOCDC_SKIP_SETUP=1  use the autocdc already installed (skip setup.sh)
@@ -33,7 +36,7 @@ fi
 N=${BENCH_EVENTS:-200000}
 SMALL=${BENCH_SMALL:-10000}
 BIG=${BENCH_BIG:-1000000}
-PREPOP=${BENCH_PREPOP:-"0 $SMALL $BIG"}
+PREPOP=${BENCH_PREPOP:-"0 $SMALL $BIG $BIG:$SMALL"}
 
 # a throwaway cluster as the postgres OS account: $work, $port, psql(), as_pg()
 BENCH_CONF="shared_buffers = 1GB
@@ -64,14 +67,16 @@ psql -d bench -f results.sql
 # database, so no measurement decodes the WAL of another
 start=$(date +%s)
 i=0
-for p in $PREPOP; do
+for pg in $PREPOP; do
+	p=${pg%%:*}
+	g=${pg#*:}
 	for m in merge scd1 scd2; do
 		i=$((i + 1))
 		psql -d postgres -c "CREATE DATABASE bench_m"
 		psql -d bench_m -f setup.sql
-		psql -d bench_m -v N="$N" -v P="$p" -v method="$m" -v out="$work/result_$i.csv" -f measure.sql
+		psql -d bench_m -v N="$N" -v P="$p" -v G="$g" -v method="$m" -v out="$work/result_$i.csv" -f measure.sql
 		psql -d postgres -c "DROP DATABASE bench_m"
-		psql -d bench -c "\\copy bench_results (prepop, n, method, secs, events, upserted, deleted, wal_written, wal_decoded, wal_confirmed, wal_loaded, check_result, result_md5) FROM '$work/result_$i.csv' CSV"
+		psql -d bench -c "\\copy bench_results (prepop, gen, n, method, secs, events, upserted, deleted, wal_written, wal_decoded, wal_confirmed, wal_loaded, check_result, result_md5) FROM '$work/result_$i.csv' CSV"
 	done
 done
 echo
