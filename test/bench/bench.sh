@@ -1,7 +1,8 @@
 #!/bin/bash
 # autocdc benchmark (not part of the test suite).  Run as root on Debian 12:
-#     bash test/bench/bench.sh            # full: 200k events; targets of 0, 10k, 1M rows
-#     bash test/bench/bench.sh --quick    # smoke test: BENCH_EVENTS=20000 BENCH_BIG=100000
+#     bash test/bench/bench.sh            # full: 200k events; targets of 0, 10k, 1M rows,
+#                                         # and 1M rows given the 10k case's events; 3 times
+#     bash test/bench/bench.sh --quick    # smoke test: BENCH_EVENTS=20000 BENCH_BIG=100000, once
 # Installs and builds (test/setup.sh), starts a throwaway cluster as the
 # postgres OS account, and measures on the same server, for each target size:
 #   (a) autocdc SCD 1: SELECT * FROM autocdc.run_flow(...) over a batch of
@@ -23,13 +24,15 @@
 #                 generated for G rows (new keys moved above P): the same work as the
 #                 G-row case on a bigger target
 #   BENCH_PGCONF  extra postgresql.conf lines
+#   BENCH_REPEAT  repetitions of the whole set of measurements (default 3; --quick 1):
+#                 the report shows the median of each and the range of the ratios
 #   BENCH_KEEP=1  leave the cluster running (prints how to connect and stop it)
 #   AUTOCDC_SKIP_SETUP=1  use the autocdc already installed (skip setup.sh)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 if [ "$(id -u)" -ne 0 ]; then echo "run as root" >&2; exit 1; fi
 if [ "${1:-}" = --quick ]; then
-	: "${BENCH_EVENTS:=20000}" "${BENCH_BIG:=100000}"
+	: "${BENCH_EVENTS:=20000}" "${BENCH_BIG:=100000}" "${BENCH_REPEAT:=1}"
 elif [ $# -gt 0 ]; then
 	echo "usage: $0 [--quick]" >&2; exit 2
 fi
@@ -37,6 +40,7 @@ N=${BENCH_EVENTS:-200000}
 SMALL=${BENCH_SMALL:-10000}
 BIG=${BENCH_BIG:-1000000}
 PREPOP=${BENCH_PREPOP:-"0 $SMALL $BIG $BIG:$SMALL"}
+REPEAT=${BENCH_REPEAT:-3}
 
 # a throwaway cluster as the postgres OS account: $work, $port, psql(), as_pg()
 BENCH_CONF="shared_buffers = 1GB
@@ -50,7 +54,7 @@ autocdc.enabled = off	# the flows here are applied by run_flow() only"
 cp "$here"/*.sql "$work/"
 chown -R postgres:postgres "$work"
 
-echo "autocdc benchmark: $N events per batch; targets of ${PREPOP// /, } rows before the batch"
+echo "autocdc benchmark: $N events per batch; targets of ${PREPOP// /, } rows before the batch (P:G = P rows, the events of G); $REPEAT repetition(s)"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews the times)"
 echo "machine: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')), $(free -g | awk '/^Mem:/ {print $2}') GB RAM; $("$bin/postgres" -V)"
 psql -d postgres -c "CREATE DATABASE bench"
@@ -67,6 +71,7 @@ psql -d bench -f results.sql
 # database, so no measurement decodes the WAL of another
 start=$(date +%s)
 i=0
+for r in $(seq 1 "$REPEAT"); do
 for pg in $PREPOP; do
 	p=${pg%%:*}
 	g=${pg#*:}
@@ -74,10 +79,11 @@ for pg in $PREPOP; do
 		i=$((i + 1))
 		psql -d postgres -c "CREATE DATABASE bench_m"
 		psql -d bench_m -f setup.sql
-		psql -d bench_m -v N="$N" -v P="$p" -v G="$g" -v method="$m" -v out="$work/result_$i.csv" -f measure.sql
+		psql -d bench_m -v N="$N" -v P="$p" -v G="$g" -v R="$r" -v method="$m" -v out="$work/result_$i.csv" -f measure.sql
 		psql -d postgres -c "DROP DATABASE bench_m"
-		psql -d bench -c "\\copy bench_results (prepop, gen, n, method, secs, events, upserted, deleted, wal_written, wal_decoded, wal_confirmed, wal_loaded, check_result, result_md5) FROM '$work/result_$i.csv' CSV"
+		psql -d bench -c "\\copy bench_results (prepop, gen, rep, n, method, secs, events, upserted, deleted, wal_written, wal_decoded, wal_confirmed, wal_loaded, check_result, result_md5) FROM '$work/result_$i.csv' CSV"
 	done
+done
 done
 echo
 echo "total benchmark time: $(( $(date +%s) - start )) s; load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,5 +1,5 @@
 -- autocdc benchmark, one measurement in a fresh database:
---   psql -v N=<events> -v P=<pre-existing rows> -v G=<key space> -v method=merge|scd1|scd2 -v out=<csv file>
+--   psql -v N=<events> -v P=<pre-existing rows> -v G=<key space> -v R=<repetition> -v method=merge|scd1|scd2 -v out=<csv file>
 -- Generates the events (deterministic, the same for every method) for a
 -- target of G rows (G = P normally; with G < P, the events of the G-row case
 -- with their new keys moved above P: the same work on a bigger target), measures
@@ -31,7 +31,7 @@ SELECT (:P + :n_ins - :n_del) AS exp_rows1, (:P + :n_ins + :n_upd) AS exp_rows2,
 \else
 \ir flow.sql
 \endif
-UPDATE bench_results SET gen = :G;
-COPY (SELECT prepop, gen, n, method, secs, events, upserted, deleted, wal_written, wal_decoded,
+UPDATE bench_results SET gen = :G, rep = :R;
+COPY (SELECT prepop, gen, rep, n, method, secs, events, upserted, deleted, wal_written, wal_decoded,
 			 wal_confirmed, wal_loaded, check_result, result_md5
 		FROM bench_results ORDER BY id) TO :'out' (FORMAT csv);

@@ -4,7 +4,7 @@
 UPDATE bench_results r
    SET check_result = coalesce(nullif(r.check_result, 'ok') || ', ', '') || 'MISMATCH: rows differ from merge'
   FROM bench_results m
- WHERE m.method = 'merge' AND m.prepop = r.prepop AND m.gen = r.gen AND m.n = r.n
+ WHERE m.method = 'merge' AND m.prepop = r.prepop AND m.gen = r.gen AND m.n = r.n AND m.rep = r.rep
    AND r.method IN ('autocdc_scd1', 'autocdc_scd2')
    AND r.result_md5 IS DISTINCT FROM m.result_md5;
 
@@ -17,33 +17,49 @@ UPDATE bench_results r
 \echo 'those of the SCD 2 run for SCD 2: versions written).  Per event, a batch costs more on the 1M-row target because its updates and deletes'
 \echo 'then fall on many more distinct existing keys; per row changed, the cost is what stays flat.  "(events of 10,000)": the events of the'
 \echo '10k-row case (new keys moved above the 1M existing ones): the same work on a target a hundred times bigger.'
+\echo 'With several repetitions: time = the median; time vs MERGE = the median of the ratios to the MERGE of the same repetition (their range).'
 \echo
 \echo '| target rows before | events in batch | method | time (s) | events/s | µs/event | rows changed | µs/row changed | time vs MERGE |'
 \echo '|---:|---:|---|---:|---:|---:|---:|---:|---:|'
+WITH runs AS (
+	-- each measured run, with the MERGE of the same repetition and the rows it changed
+	SELECT r.prepop, r.gen, r.n, r.method, r.rep, r.secs, r.check_result,
+		   r.secs / m.secs AS ratio,
+		   (SELECT x.upserted + x.deleted FROM bench_results x
+			 WHERE x.prepop = r.prepop AND x.gen = r.gen AND x.n = r.n AND x.rep = r.rep
+			   AND x.method = CASE r.method WHEN 'autocdc_scd2' THEN 'autocdc_scd2'
+											ELSE 'autocdc_scd1' END) AS changed
+	  FROM bench_results r
+	  LEFT JOIN bench_results m ON m.method = 'merge' AND m.prepop = r.prepop
+		   AND m.gen = r.gen AND m.n = r.n AND m.rep = r.rep
+	 WHERE r.method IN ('merge', 'autocdc_scd1', 'autocdc_scd2')),
+agg AS (
+	SELECT prepop, gen, n, method, count(*) AS reps,
+		   percentile_cont(0.5) WITHIN GROUP (ORDER BY secs) AS secs,
+		   percentile_cont(0.5) WITHIN GROUP (ORDER BY ratio) AS ratio,
+		   min(ratio) AS ratio_lo, max(ratio) AS ratio_hi, max(changed) AS changed,
+		   string_agg(DISTINCT check_result, ', ') FILTER (WHERE check_result <> 'ok') AS bad
+	  FROM runs GROUP BY prepop, gen, n, method)
 SELECT format('| %s | %s | %s | %s | %s | %s | %s | %s | %s |',
-			  to_char(r.prepop, 'FM999,999,999')
-			  || CASE WHEN r.gen <> r.prepop THEN ' (events of ' || to_char(r.gen, 'FM999,999,999') || ')' ELSE '' END,
-			  to_char(r.n, 'FM999,999,999'),
-			  CASE r.method WHEN 'merge' THEN 'hand-written DISTINCT ON + MERGE (SCD 1)'
-							WHEN 'autocdc_scd1' THEN 'autocdc `run_flow`, SCD 1'
-							WHEN 'autocdc_scd2' THEN 'autocdc `run_flow`, SCD 2'
-							ELSE r.method END
-			  || CASE WHEN r.check_result = 'ok' THEN '' ELSE ' (' || r.check_result || ')' END,
-			  to_char(r.secs, 'FM999990.00'),
-			  to_char(r.n / r.secs, 'FM999,999,990'),
-			  to_char(1e6 * r.secs / r.n, 'FM999990.0'),
-			  to_char(c.changed, 'FM999,999,999'),
-			  to_char(1e6 * r.secs / nullif(c.changed, 0), 'FM999990.0'),
-			  CASE WHEN r.method = 'merge' THEN '1.00'
-				   ELSE to_char(r.secs / m.secs, 'FM9990.00') || '×' END)
-  FROM bench_results r
-  LEFT JOIN bench_results m ON m.method = 'merge' AND m.prepop = r.prepop AND m.gen = r.gen AND m.n = r.n
-  LEFT JOIN LATERAL (
-	SELECT x.upserted + x.deleted AS changed FROM bench_results x
-	 WHERE x.prepop = r.prepop AND x.gen = r.gen AND x.n = r.n
-	   AND x.method = CASE r.method WHEN 'autocdc_scd2' THEN 'autocdc_scd2' ELSE 'autocdc_scd1' END) c ON true
- WHERE r.method IN ('merge', 'autocdc_scd1', 'autocdc_scd2')
- ORDER BY r.prepop, r.gen DESC, r.n, CASE r.method WHEN 'merge' THEN 0 WHEN 'autocdc_scd1' THEN 1 ELSE 2 END;
+			  to_char(prepop, 'FM999,999,999')
+			  || CASE WHEN gen <> prepop THEN ' (events of ' || to_char(gen, 'FM999,999,999') || ')' ELSE '' END,
+			  to_char(n, 'FM999,999,999'),
+			  CASE method WHEN 'merge' THEN 'hand-written DISTINCT ON + MERGE (SCD 1)'
+						  WHEN 'autocdc_scd1' THEN 'autocdc `run_flow`, SCD 1'
+						  WHEN 'autocdc_scd2' THEN 'autocdc `run_flow`, SCD 2'
+						  ELSE method END
+			  || CASE WHEN bad IS NULL THEN '' ELSE ' (' || bad || ')' END,
+			  to_char(secs, 'FM999990.00'),
+			  to_char(n / secs, 'FM999,999,990'),
+			  to_char(1e6 * secs / n, 'FM999990.0'),
+			  to_char(changed, 'FM999,999,999'),
+			  to_char(1e6 * secs / nullif(changed, 0), 'FM999990.0'),
+			  CASE WHEN method = 'merge' THEN '1.00'
+				   WHEN reps = 1 THEN to_char(ratio, 'FM9990.00') || '×'
+				   ELSE to_char(ratio, 'FM9990.00') || '× (' || to_char(ratio_lo, 'FM9990.00')
+						|| '–' || to_char(ratio_hi, 'FM9990.00') || ')' END)
+  FROM agg
+ ORDER BY prepop, gen DESC, n, CASE method WHEN 'merge' THEN 0 WHEN 'autocdc_scd1' THEN 1 ELSE 2 END;
 
 SELECT count(*) > 0 AS has_side FROM bench_results WHERE method LIKE '% preload' OR method LIKE '% next empty run' \gset
 \if :has_side
@@ -61,7 +77,12 @@ SELECT format('| %s | %s | %s | %s | %s | %s |', split_part(method, ' ', 1),
 			  to_char(CASE WHEN method LIKE '% preload' THEN n ELSE events END, 'FM999,999,999'),
 			  to_char(secs, 'FM999990.00'),
 			  CASE WHEN method LIKE '% preload' THEN to_char(1e6 * secs / n, 'FM999990.0') ELSE '' END)
-  FROM bench_results WHERE method LIKE '% preload' OR method LIKE '% next empty run'
+  FROM (SELECT method, prepop, gen, n, max(events) AS events,
+			   percentile_cont(0.5) WITHIN GROUP (ORDER BY secs) AS secs
+		  FROM bench_results WHERE method LIKE '% preload' OR method LIKE '% next empty run'
+		 GROUP BY method, prepop, CASE WHEN method LIKE '% preload' THEN NULL ELSE gen END, gen, n) side
+ WHERE method LIKE '% next empty run' OR gen = (SELECT max(b.gen) FROM bench_results b
+												 WHERE b.method = side.method AND b.n = side.n)
  ORDER BY method LIKE '% preload' DESC, split_part(method, ' ', 1), prepop, gen DESC, n;
 \endif
 
@@ -71,7 +92,7 @@ SELECT count(*) AS nbad, count(*) > 0 AS bad FROM bench_results
 \pset tuples_only off
 \pset format aligned
 \echo 'raw results (wal_written: by the measured statement; wal_decoded / wal_confirmed: from the slot restart_lsn / confirmed_flush_lsn to the end of the load):'
-SELECT prepop, gen, n, method, round(secs::numeric, 3) AS secs, events, upserted, deleted,
+SELECT prepop, gen, rep, n, method, round(secs::numeric, 3) AS secs, events, upserted, deleted,
 	   pg_size_pretty(wal_written) AS wal_written, pg_size_pretty(wal_decoded) AS wal_decoded, pg_size_pretty(wal_confirmed) AS wal_confirmed,
 	   pg_size_pretty(wal_loaded) AS wal_loaded, check_result
   FROM bench_results ORDER BY id;

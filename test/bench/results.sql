@@ -4,6 +4,7 @@ CREATE TABLE bench_results (
 	id		serial PRIMARY KEY,
 	prepop	bigint NOT NULL,	-- rows in the target before the measured run
 	gen		bigint,				-- the events are those generated for a target of this size
+	rep		int,				-- repetition of the whole benchmark (1..BENCH_REPEAT)
 	n		bigint NOT NULL,	-- events in the measured batch
 	method	text NOT NULL,		-- merge | autocdc_scd1 | autocdc_scd2 (| ... preload)
 	secs	float8 NOT NULL,
