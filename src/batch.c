@@ -118,7 +118,7 @@ batch_return(FunctionCallInfo fcinfo, int which, const char *fname)
 	return (Datum) 0;
 }
 
-/* autocdc._batch(NULL::feed): captured source rows (lsn, ord, row). */
+/* autocdc._batch(NULL::feed) AS (lsn, ord, columns...): captured source rows. */
 Datum
 autocdc_batch(PG_FUNCTION_ARGS)
 {

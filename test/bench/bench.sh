@@ -49,7 +49,8 @@ checkpoint_timeout = 30min
 work_mem = 64MB
 maintenance_work_mem = 256MB
 effective_cache_size = 4GB
-autocdc.enabled = off	# the flows here are applied by run_flow() only"
+autocdc.enabled = off	# the flows here are applied by run_flow() only
+autovacuum = off	# the measurements vacuum and analyze explicitly; a worker waking mid-run skews it"
 . "$here/../cluster.sh"
 cp "$here"/*.sql "$work/"
 chown -R postgres:postgres "$work"
