@@ -152,7 +152,22 @@ source_slot_name(void)
 
 		if (s->in_use && s->data.database == MyDatabaseId &&
 			strncmp(NameStr(s->data.name), prefix, strlen(prefix)) == 0)
-			result = pstrdup(NameStr(s->data.name));
+		{
+			bool		persistent;
+
+			/*
+			 * A slot still being created (by source_ensure_slot, under the
+			 * slot lock) is not there yet: its creator waits for the
+			 * transactions running at that moment, so a transaction that took
+			 * it for ready, got an xid and then waited to acquire it would
+			 * wait forever, unseen by the deadlock detector.
+			 */
+			SpinLockAcquire(&s->mutex);
+			persistent = s->data.persistency == RS_PERSISTENT;
+			SpinLockRelease(&s->mutex);
+			if (persistent)
+				result = pstrdup(NameStr(s->data.name));
+		}
 	}
 	LWLockRelease(ReplicationSlotControlLock);
 	return result;

@@ -3,7 +3,8 @@
 # slot and never fail because it is busy; two runs of one flow never apply it
 # at once (the second waits for the first and then applies only what is
 # left); a REPEATABLE READ transaction whose snapshot predates the flow's
-# last committed run fails with serialization_failure.
+# last committed run fails with serialization_failure; a slot still being
+# created is not taken for ready.
 
 use strict;
 use warnings;
@@ -83,6 +84,58 @@ like($s1->{stderr}, qr/could not serialize access/,
 $s1->query("ROLLBACK");
 is($node->safe_psql('postgres', q{SELECT v FROM tgt_b WHERE k = 2}), 'newer',
 	'the committed run is intact');
+
+# --- a slot still being created is not ready ----------------------------
+# Creating the database's slot waits for the transactions running then.  A
+# run that took the half-made slot for ready, got an xid and waited to
+# acquire it would never end, unseen by the deadlock detector (the worker
+# once did).  Now a run with writes of its own fails at once with a hint,
+# and one without waits for the creator's lock.
+$node->safe_psql('postgres', 'CREATE DATABASE slotdb');
+$node->safe_psql('slotdb', q{
+	CREATE EXTENSION autocdc;
+	CREATE TABLE feed_c1 (k int, v text, seq int);
+	CREATE TABLE feed_c2 (k int, v text, seq int);
+	SELECT autocdc.create_flow('tgt_c1', 'feed_c1', '{k}', 'seq', continuous => false);
+	SELECT autocdc.create_flow('tgt_c2', 'feed_c2', '{k}', 'seq', continuous => false);
+});
+my $h = $node->background_psql('slotdb');
+$h->query_safe("BEGIN");
+$h->query_safe("INSERT INTO feed_c1 VALUES (1, 'open', 1)");
+my $creator = $node->background_psql('slotdb');
+$creator->query_until(qr/creating/, q{
+	\echo creating
+	SELECT num_events FROM autocdc.run_flow('tgt_c1') \g /dev/null
+});
+ok( $node->poll_query_until('slotdb', q{
+		SELECT count(*) > 0 FROM pg_stat_activity
+		 WHERE wait_event = 'transactionid' AND query LIKE '%run_flow(''tgt_c1'')%'}),
+	'the run creating the slot waits for a running transaction');
+my ($ret, $stdout, $stderr) = $node->psql('slotdb', q{
+	BEGIN;
+	INSERT INTO feed_c2 VALUES (1, 'x', 1);
+	SELECT num_events FROM autocdc.run_flow('tgt_c2');
+	COMMIT;
+}, timeout => 60);
+like($stderr, qr/replication slot of autocdc does not exist yet/,
+	'a run that wrote before fails at once instead of waiting for the half-made slot');
+my $waiter = $node->background_psql('slotdb');
+$waiter->query_until(qr/waiting/, q{
+	\echo waiting
+	SELECT 'waiter:' || num_events FROM autocdc.run_flow('tgt_c2');
+});
+ok( $node->poll_query_until('slotdb', q{
+		SELECT count(*) > 0 FROM pg_stat_activity
+		 WHERE wait_event_type = 'Lock' AND query LIKE '%run_flow(''tgt_c2'')%'}),
+	'a run without writes waits for the creator');
+$h->query_safe("COMMIT");
+like($waiter->query('SELECT 1'), qr/waiter:0/, 'and then runs');
+$creator->query('SELECT 1');
+is($node->safe_psql('slotdb', "SELECT count(*) FROM pg_replication_slots WHERE database = 'slotdb'"),
+	'1', 'one slot');
+$h->quit;
+$creator->quit;
+$waiter->quit;
 
 $s1->quit;
 $s2->quit;
