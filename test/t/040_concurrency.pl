@@ -19,6 +19,22 @@ $node->append_conf('postgresql.conf', "shared_preload_libraries = 'autocdc'");
 $node->append_conf('postgresql.conf', 'autocdc.enabled = off');
 $node->start;
 
+# Start "SELECT <label> || num_events FROM autocdc.run_flow('<flow>')" in a
+# background session, and pass once pg_stat_activity shows it waiting
+# ($wait_col = $wait_value).
+sub start_blocked_run
+{
+	my ($session, $db, $flow, $label, $wait_col, $wait_value, $test_name) = @_;
+	$session->query_until(qr/started/, qq{
+		\\echo started
+		SELECT '$label' || num_events FROM autocdc.run_flow('$flow');
+	});
+	ok( $node->poll_query_until($db, qq{
+			SELECT count(*) > 0 FROM pg_stat_activity
+			 WHERE $wait_col = '$wait_value' AND query LIKE '%run_flow(''$flow'')%'}),
+		$test_name);
+}
+
 $node->safe_psql('postgres', q{
 	CREATE EXTENSION autocdc;
 	CREATE TABLE feed_a (k int, v text, seq int);
@@ -57,13 +73,7 @@ is($s1->query_safe("SELECT num_events FROM autocdc.run_flow('tgt_a')"), '1',
 is($node->safe_psql('postgres',
 		"SELECT state FROM autocdc.flows WHERE name = 'tgt_a'"),
 	'running', 'the flow shows running while its run is not committed');
-$s2->query_until(qr/waiting/, q{
-	\echo waiting
-	SELECT 'second:' || num_events FROM autocdc.run_flow('tgt_a');
-});
-ok( $node->poll_query_until('postgres', q{
-		SELECT count(*) > 0 FROM pg_stat_activity
-		 WHERE wait_event_type = 'Lock' AND query LIKE '%run_flow(''tgt_a'')%'}),
+start_blocked_run($s2, 'postgres', 'tgt_a', 'second:', 'wait_event_type', 'Lock',
 	'the second run waits for the first');
 $s1->query_safe("COMMIT");
 my $second = $s2->query('SELECT 1');
@@ -103,13 +113,7 @@ my $h = $node->background_psql('slotdb');
 $h->query_safe("BEGIN");
 $h->query_safe("INSERT INTO feed_c1 VALUES (1, 'open', 1)");
 my $creator = $node->background_psql('slotdb');
-$creator->query_until(qr/creating/, q{
-	\echo creating
-	SELECT num_events FROM autocdc.run_flow('tgt_c1') \g /dev/null
-});
-ok( $node->poll_query_until('slotdb', q{
-		SELECT count(*) > 0 FROM pg_stat_activity
-		 WHERE wait_event = 'transactionid' AND query LIKE '%run_flow(''tgt_c1'')%'}),
+start_blocked_run($creator, 'slotdb', 'tgt_c1', 'creator:', 'wait_event', 'transactionid',
 	'the run creating the slot waits for a running transaction');
 my ($ret, $stdout, $stderr) = $node->psql('slotdb', q{
 	BEGIN;
@@ -120,13 +124,7 @@ my ($ret, $stdout, $stderr) = $node->psql('slotdb', q{
 like($stderr, qr/replication slot of autocdc does not exist yet/,
 	'a run that wrote before fails at once instead of waiting for the half-made slot');
 my $waiter = $node->background_psql('slotdb');
-$waiter->query_until(qr/waiting/, q{
-	\echo waiting
-	SELECT 'waiter:' || num_events FROM autocdc.run_flow('tgt_c2');
-});
-ok( $node->poll_query_until('slotdb', q{
-		SELECT count(*) > 0 FROM pg_stat_activity
-		 WHERE wait_event_type = 'Lock' AND query LIKE '%run_flow(''tgt_c2'')%'}),
+start_blocked_run($waiter, 'slotdb', 'tgt_c2', 'waiter:', 'wait_event_type', 'Lock',
 	'a run without writes waits for the creator');
 $h->query_safe("COMMIT");
 like($waiter->query('SELECT 1'), qr/waiter:0/, 'and then runs');
