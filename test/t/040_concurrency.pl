@@ -35,13 +35,18 @@ sub start_blocked_run
 		$test_name);
 }
 
-$node->safe_psql('postgres', q{
-	CREATE EXTENSION autocdc;
-	CREATE TABLE feed_a (k int, v text, seq int);
-	CREATE TABLE feed_b (k int, v text, seq int);
-	SELECT autocdc.create_flow('tgt_a', 'feed_a', '{k}', 'seq', continuous => false);
-	SELECT autocdc.create_flow('tgt_b', 'feed_b', '{k}', 'seq', continuous => false);
-});
+# autocdc in a database, with a flow feed_<x> -> tgt_<x> for each name given
+sub setup_flows
+{
+	my ($db, @names) = @_;
+	$node->safe_psql($db, 'CREATE EXTENSION autocdc;'
+		  . join('', map { qq{
+			CREATE TABLE feed_$_ (k int, v text, seq int);
+			SELECT autocdc.create_flow('tgt_$_', 'feed_$_', '{k}', 'seq', continuous => false);}
+		  } @names));
+}
+
+setup_flows('postgres', 'a', 'b');
 $node->safe_psql('postgres', "SELECT * FROM autocdc.run_flow('tgt_a')");
 $node->safe_psql('postgres', "SELECT * FROM autocdc.run_flow('tgt_b')");
 
@@ -102,13 +107,7 @@ is($node->safe_psql('postgres', q{SELECT v FROM tgt_b WHERE k = 2}), 'newer',
 # once did).  Now a run with writes of its own fails at once with a hint,
 # and one without waits for the creator's lock.
 $node->safe_psql('postgres', 'CREATE DATABASE slotdb');
-$node->safe_psql('slotdb', q{
-	CREATE EXTENSION autocdc;
-	CREATE TABLE feed_c1 (k int, v text, seq int);
-	CREATE TABLE feed_c2 (k int, v text, seq int);
-	SELECT autocdc.create_flow('tgt_c1', 'feed_c1', '{k}', 'seq', continuous => false);
-	SELECT autocdc.create_flow('tgt_c2', 'feed_c2', '{k}', 'seq', continuous => false);
-});
+setup_flows('slotdb', 'c1', 'c2');
 my $h = $node->background_psql('slotdb');
 $h->query_safe("BEGIN");
 $h->query_safe("INSERT INTO feed_c1 VALUES (1, 'open', 1)");
