@@ -276,6 +276,23 @@ call_version_function(FlowDef *flow, Oid fn, Oid vtype, Datum last, bool lastnul
  */
 
 /*
+ * The first flow name a catalog query with one parameter returns (read as
+ * autocdc, whoever asks), or NULL.
+ */
+static char *
+first_flow_name(const char *sql, Oid argtype, Datum arg)
+{
+	Oid			saved_uid;
+	int			saved_sec;
+
+	become_superuser(&saved_uid, &saved_sec);
+	if (SPI_execute_with_args(sql, 1, &argtype, &arg, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read flows");
+	restore_user(saved_uid, saved_sec);
+	return SPI_processed > 0 ? SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1) : NULL;
+}
+
+/*
  * A snapshot flow must be the only flow into its target, in both
  * directions: error if target_id is written by a snapshot flow (called by
  * create_flow for an existing target).
@@ -283,22 +300,14 @@ call_version_function(FlowDef *flow, Oid fn, Oid vtype, Datum last, bool lastnul
 void
 snapshot_check_target_free(int target_id, const char *target)
 {
-	Datum		arg = Int32GetDatum(target_id);
-	Oid			argtype = INT4OID;
-	Oid			saved_uid;
-	int			saved_sec;
+	char	   *other = first_flow_name("SELECT name FROM autocdc.flow WHERE target_id OPERATOR(pg_catalog.=) $1 "
+										"AND kind OPERATOR(pg_catalog.=) 'snapshot' LIMIT 1",
+										INT4OID, Int32GetDatum(target_id));
 
-	become_superuser(&saved_uid, &saved_sec);
-	if (SPI_execute_with_args("SELECT name FROM autocdc.flow WHERE target_id OPERATOR(pg_catalog.=) $1 "
-							  "AND kind OPERATOR(pg_catalog.=) 'snapshot' LIMIT 1",
-							  1, &argtype, &arg, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read flows");
-	restore_user(saved_uid, saved_sec);
-	if (SPI_processed > 0)
+	if (other != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("target \"%s\" is written by snapshot flow \"%s\"", target,
-						SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)),
+				 errmsg("target \"%s\" is written by snapshot flow \"%s\"", target, other),
 				 errhint("A snapshot flow must be the only flow into its target; choose another target.")));
 }
 
@@ -306,24 +315,16 @@ snapshot_check_target_free(int target_id, const char *target)
 static void
 check_target_unused(Oid target, const char *name)
 {
-	Datum		arg = ObjectIdGetDatum(target);
-	Oid			argtype = OIDOID;
-	Oid			saved_uid;
-	int			saved_sec;
+	char	   *other = first_flow_name("SELECT f.name FROM autocdc.flow f JOIN autocdc.target t "
+										"ON t.id OPERATOR(pg_catalog.=) f.target_id "
+										"WHERE t.relid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass "
+										"ORDER BY f.name LIMIT 1",
+										OIDOID, ObjectIdGetDatum(target));
 
-	become_superuser(&saved_uid, &saved_sec);
-	if (SPI_execute_with_args("SELECT f.name FROM autocdc.flow f JOIN autocdc.target t "
-							  "ON t.id OPERATOR(pg_catalog.=) f.target_id "
-							  "WHERE t.relid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass "
-							  "ORDER BY f.name LIMIT 1",
-							  1, &argtype, &arg, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read flows");
-	restore_user(saved_uid, saved_sec);
-	if (SPI_processed > 0)
+	if (other != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("target \"%s\" is already written by flow \"%s\"", name,
-						SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)),
+				 errmsg("target \"%s\" is already written by flow \"%s\"", name, other),
 				 errhint("A snapshot flow compares each snapshot with its target, so it must be the only flow into that target; choose another target.")));
 }
 
