@@ -1469,45 +1469,37 @@ autocdc_drop_flow(PG_FUNCTION_ARGS)
 	static const char *const argnames[] = {"flow name", "drop_target"};
 	char	   *name;
 	bool		drop_target;
-
-	require_args(fcinfo, 2, argnames);
-	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	drop_target = PG_GETARG_BOOL(1);
 	FlowDef    *flow;
 	List	   *others;
 	Oid			saved_uid;
 	int			saved_sec;
 	int			level;
 	Datum		arg;
-	Oid			argtype = INT4OID;
+	Oid			argtype = TEXTOID;
 
+	require_args(fcinfo, 2, argnames);
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	drop_target = PG_GETARG_BOOL(1);
 	SPI_connect();
 	level = set_safe_search_path();
 	flow = catalog_load_flow(name, true, false);
 	catalog_check_flow_owner(flow);
-	if (flow->target_id == 0)
-	{
-		/* a snapshot flow whose first run has not created its target */
-		become_superuser(&saved_uid, &saved_sec);
-		arg = CStringGetTextDatum(name);
-		argtype = TEXTOID;
-		SPI_execute_with_args("DELETE FROM autocdc.flow WHERE name OPERATOR(pg_catalog.=) $1",
-							  1, &argtype, &arg, NULL, false, 0);
-		restore_user(saved_uid, saved_sec);
-		AtEOXact_GUC(true, level);
-		SPI_finish();
-		PG_RETURN_VOID();
-	}
-	if (drop_target && !pg_class_ownercheck(flow->target, GetUserId()))
+	if (flow->target_id != 0 && drop_target && !pg_class_ownercheck(flow->target, GetUserId()))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("must be owner of target \"%s\"", get_rel_name(flow->target))));
 	become_superuser(&saved_uid, &saved_sec);
 	arg = CStringGetTextDatum(name);
-	argtype = TEXTOID;
 	SPI_execute_with_args("DELETE FROM autocdc.flow WHERE name OPERATOR(pg_catalog.=) $1",
 						  1, &argtype, &arg, NULL, false, 0);
 	restore_user(saved_uid, saved_sec);
+	if (flow->target_id == 0)
+	{
+		/* a snapshot flow whose first run has not created its target */
+		AtEOXact_GUC(true, level);
+		SPI_finish();
+		PG_RETURN_VOID();
+	}
 	others = catalog_target_flows(flow->target_id);
 	if (others == NIL || drop_target)
 	{
