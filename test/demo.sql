@@ -162,67 +162,50 @@ SELECT name, state, num_events, num_upserted_rows, num_deleted_rows
   FROM autocdc.flows ORDER BY name;
 
 \echo '--- check: each target compared with the expected rows of SPEC section 8'
-CREATE TEMP TABLE demo_check AS
-WITH
-exp1(userid, name, city) AS (VALUES
-	(124, 'Raul', 'Oaxaca'), (125, 'Mercedes', 'Guadalajara'), (126, 'Lily', 'Cancun')),
-exp2(userid, name, city) AS (VALUES
-	(125, 'Mercedes', 'Guadalajara')),
-exp3(userid, name, city, s, e) AS (VALUES
+-- the expected rows of each example, and of the flows' metrics
+CREATE TEMP TABLE exp1 (userid, name, city) AS VALUES
+	(124, 'Raul', 'Oaxaca'), (125, 'Mercedes', 'Guadalajara'), (126, 'Lily', 'Cancun');
+CREATE TEMP TABLE exp2 (userid, name, city) AS VALUES
+	(125, 'Mercedes', 'Guadalajara');
+CREATE TEMP TABLE exp3 (userid, name, city, s, e) AS VALUES
 	(123, 'Isabel', 'Monterrey', 1, 5), (123, 'Isabel', 'Chihuahua', 5, 6),
 	(124, 'Raul', 'Oaxaca', 1, NULL), (125, 'Mercedes', 'Tijuana', 2, 5),
 	(125, 'Mercedes', 'Mexicali', 5, 6), (125, 'Mercedes', 'Guadalajara', 6, NULL),
-	(126, 'Lily', 'Cancun', 2, NULL)),
-exp4(userid, name, city, s, e) AS (VALUES
+	(126, 'Lily', 'Cancun', 2, NULL);
+CREATE TEMP TABLE exp4 (userid, name, city, s, e) AS VALUES
 	(123, 'Isabel', 'Chihuahua', 1, 6), (124, 'Raul', 'Oaxaca', 1, NULL),
-	(125, 'Mercedes', 'Guadalajara', 2, NULL), (126, 'Lily', 'Cancun', 2, NULL)),
-exp5(userid, city, s, e) AS (VALUES
+	(125, 'Mercedes', 'Guadalajara', 2, NULL), (126, 'Lily', 'Cancun', 2, NULL);
+CREATE TEMP TABLE exp5 (userid, city, s, e) AS VALUES
 	(1, 'Oaxaca', 1, 2), (2, 'Monterrey', 1, 2), (2, 'Carmel', 2, NULL), (3, 'Tijuana', 1, 2),
-	(3, 'Los Angeles', 2, NULL), (4, 'Death Valley', 2, NULL)),
-exp6(userid, city) AS (VALUES
-	(2, 'Carmel'), (3, 'Los Angeles'), (4, 'Death Valley')),
-exp7(key, tracking, nontracking, s, e) AS (VALUES
+	(3, 'Los Angeles', 2, NULL), (4, 'Death Valley', 2, NULL);
+CREATE TEMP TABLE exp6 (userid, city) AS VALUES
+	(2, 'Carmel'), (3, 'Los Angeles'), (4, 'Death Valley');
+CREATE TEMP TABLE exp7 (key, tracking, nontracking, s, e) AS VALUES
 	(1, 'a1', 'b1', 1, 2), (2, 'a2', 'b2', 1, 2), (2, 'a2_new', 'b2', 2, NULL),
-	(3, 'a3', 'b3', 2, NULL), (4, 'a4', 'b4_new', 1, NULL)),
-expf(name, num_events, num_upserted_rows, num_deleted_rows) AS (VALUES
+	(3, 'a3', 'b3', 2, NULL), (4, 'a4', 'b4_new', 1, NULL);
+CREATE TEMP TABLE expf (name, num_events, num_upserted_rows, num_deleted_rows) AS VALUES
 	('users_scd1', 8, 5, 1), ('users_scd1_truncate', 9, 5, 3),
-	('users_scd2', 8, 9, 0), ('users_scd2_no_city', 8, 6, 0))
-SELECT 'example 1' AS what, NOT EXISTS (
-		(SELECT * FROM exp1 EXCEPT ALL SELECT * FROM users_scd1)
-		UNION ALL (SELECT * FROM users_scd1 EXCEPT ALL SELECT * FROM exp1)) AS ok
-UNION ALL
-SELECT 'example 2', NOT EXISTS (
-		(SELECT * FROM exp2 EXCEPT ALL SELECT * FROM users_scd1_truncate)
-		UNION ALL (SELECT * FROM users_scd1_truncate EXCEPT ALL SELECT * FROM exp2))
-UNION ALL
-SELECT 'example 3', NOT EXISTS (
-		(SELECT * FROM exp3 EXCEPT ALL SELECT * FROM users_scd2)
-		UNION ALL (SELECT * FROM users_scd2 EXCEPT ALL SELECT * FROM exp3))
-UNION ALL
-SELECT 'example 4', NOT EXISTS (
-		(SELECT * FROM exp4 EXCEPT ALL SELECT * FROM users_scd2_no_city)
-		UNION ALL (SELECT * FROM users_scd2_no_city EXCEPT ALL SELECT * FROM exp4))
-UNION ALL
-SELECT 'example 5', NOT EXISTS (
-		(SELECT * FROM exp5 EXCEPT ALL SELECT * FROM users_snap_scd2)
-		UNION ALL (SELECT * FROM users_snap_scd2 EXCEPT ALL SELECT * FROM exp5))
-UNION ALL
-SELECT 'example 6', NOT EXISTS (
-		(SELECT * FROM exp6 EXCEPT ALL SELECT * FROM users_snap_scd1)
-		UNION ALL (SELECT * FROM users_snap_scd1 EXCEPT ALL SELECT * FROM exp6))
-UNION ALL
-SELECT 'example 7', NOT EXISTS (
-		(SELECT * FROM exp7 EXCEPT ALL SELECT * FROM items_history)
-		UNION ALL (SELECT * FROM items_history EXCEPT ALL SELECT * FROM exp7))
-UNION ALL
-SELECT 'flow metrics', NOT EXISTS (
-		(SELECT * FROM expf EXCEPT ALL
-		 SELECT name, num_events, num_upserted_rows, num_deleted_rows FROM autocdc.flows
-		  WHERE kind = 'cdc')
-		UNION ALL
-		(SELECT name, num_events, num_upserted_rows, num_deleted_rows FROM autocdc.flows
-		  WHERE kind = 'cdc'
-		 EXCEPT ALL SELECT * FROM expf))
+	('users_scd2', 8, 9, 0), ('users_scd2_no_city', 8, 6, 0);
+CREATE TEMP VIEW flow_metrics AS
+SELECT name, num_events, num_upserted_rows, num_deleted_rows FROM autocdc.flows WHERE kind = 'cdc';
+-- do two relations hold the same rows (as multisets)?
+CREATE FUNCTION pg_temp.same_rows(expected regclass, got regclass) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+	ok boolean;
+BEGIN
+	EXECUTE format('SELECT NOT EXISTS ((SELECT * FROM %1$s EXCEPT ALL SELECT * FROM %2$s) '
+				   'UNION ALL (SELECT * FROM %2$s EXCEPT ALL SELECT * FROM %1$s))', expected, got)
+	  INTO ok;
+	RETURN ok;
+END $$;
+CREATE TEMP TABLE demo_check AS
+SELECT what, pg_temp.same_rows(expected::regclass, got::regclass) AS ok
+  FROM (VALUES ('example 1', 'exp1', 'users_scd1'), ('example 2', 'exp2', 'users_scd1_truncate'),
+			   ('example 3', 'exp3', 'users_scd2'), ('example 4', 'exp4', 'users_scd2_no_city'),
+			   ('example 5', 'exp5', 'users_snap_scd2'), ('example 6', 'exp6', 'users_snap_scd1'),
+			   ('example 7', 'exp7', 'items_history'), ('flow metrics', 'expf', 'flow_metrics'))
+	   AS c(what, expected, got)
 UNION ALL
 SELECT 'flow states', NOT EXISTS (SELECT FROM autocdc.flows WHERE state <> 'idle');
 SELECT what, CASE WHEN ok THEN 'ok' ELSE 'MISMATCH' END AS result FROM demo_check;
