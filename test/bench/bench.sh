@@ -43,12 +43,7 @@ PREPOP=${BENCH_PREPOP:-"0 $SMALL $BIG $BIG:$SMALL"}
 REPEAT=${BENCH_REPEAT:-3}
 
 # a throwaway cluster as the postgres OS account: $work, $port, psql(), as_pg()
-BENCH_CONF="shared_buffers = 1GB
-max_wal_size = 4GB
-checkpoint_timeout = 30min
-work_mem = 64MB
-maintenance_work_mem = 256MB
-effective_cache_size = 4GB
+BENCH_CONF="$(cat "$here/server.conf")
 autocdc.enabled = off	# the flows here are applied by run_flow() only
 autovacuum = off	# the measurements vacuum and analyze explicitly; a worker waking mid-run skews it"
 . "$here/../cluster.sh"

@@ -35,12 +35,7 @@ ROWS=${SNAP_ROWS:-1000000}
 ROUNDS=${SNAP_ROUNDS:-3}
 
 # a throwaway cluster as the postgres OS account: $work, $port, as_pg()
-BENCH_CONF="shared_buffers = 1GB
-max_wal_size = 4GB
-checkpoint_timeout = 30min
-work_mem = 64MB
-maintenance_work_mem = 256MB
-effective_cache_size = 4GB
+BENCH_CONF="$(cat "$here/server.conf")
 autocdc.enabled = off	# the flow here is applied by run_flow() only"
 . "$here/../cluster.sh"
 psql() { as_pg "$bin/psql" -X -q -h "$work" -p "$port" -U postgres -d bench -v ON_ERROR_STOP=1 "$@"; }
