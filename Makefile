@@ -17,5 +17,8 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# the TAP tests' shared helpers (test/t/AutocdcTest.pm)
+PG_PROVE_FLAGS += -I $(srcdir)/test/t
+
 # every object depends on the shared headers
 $(OBJS): src/autocdc.h src/compat.h

@@ -38,6 +38,8 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+
+use AutocdcTest;
 use Time::HiRes qw(time);
 
 # empty variables (as test/run-tests.sh passes them when unset) mean "default"
@@ -415,11 +417,7 @@ sub describe_events
 # The cluster.
 ############################################################################
 
-my $node = PostgreSQL::Test::Cluster->new('property');
-$node->init(allows_streaming => 'logical');
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'autocdc'");
-$node->append_conf('postgresql.conf', 'autocdc.enabled = off');
-$node->start;
+my $node = autocdc_node('property');
 $node->safe_psql('postgres', 'CREATE EXTENSION autocdc');
 
 my $t0 = time;

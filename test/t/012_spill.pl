@@ -15,11 +15,9 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('spill');
-$node->init(allows_streaming => 'logical');
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'autocdc'");
-$node->append_conf('postgresql.conf', 'autocdc.enabled = off');
-$node->start;
+use AutocdcTest;
+
+my $node = autocdc_node('spill');
 
 # name => create_flow options; all but plain SCD 1 keep every event
 my %flows = (

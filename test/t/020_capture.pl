@@ -15,13 +15,10 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('capture');
-$node->init(allows_streaming => 'logical');
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'autocdc'");
-$node->append_conf('postgresql.conf', 'autocdc.enabled = off');
+use AutocdcTest;
+
 # an engine crash must not hide the remaining assertions; it is reported below
-$node->append_conf('postgresql.conf', "restart_after_crash = on");
-$node->start;
+my $node = autocdc_node('capture', conf => ['restart_after_crash = on']);
 
 # Run SQL; return its output, or "ERROR: <stderr>" (never dies, so that an
 # engine failure shows up as a failed assertion and the script continues).

@@ -11,17 +11,14 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
+use AutocdcTest;
+
 my $n = 100;
 
-my $node = PostgreSQL::Test::Cluster->new('many');
-$node->init(allows_streaming => 'logical');
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'autocdc'");
-$node->append_conf('postgresql.conf', 'autocdc.enabled = off');
-# an engine crash must not hide the remaining assertions; it is reported below
-$node->append_conf('postgresql.conf', "restart_after_crash = on");
-# performance only (the test framework sets 1MB); slots are left alone
-$node->append_conf('postgresql.conf', "shared_buffers = 32MB");
-$node->start;
+# an engine crash must not hide the remaining assertions; it is reported
+# below; shared_buffers for performance only (the test framework sets 1MB);
+# slots are left alone
+my $node = autocdc_node('many', conf => ['restart_after_crash = on', 'shared_buffers = 32MB']);
 
 sub sql
 {

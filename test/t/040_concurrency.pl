@@ -13,27 +13,10 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('concurrency');
-$node->init(allows_streaming => 'logical');
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'autocdc'");
-$node->append_conf('postgresql.conf', 'autocdc.enabled = off');
-$node->start;
+use AutocdcTest;
 
-# Start "SELECT <label> || num_events FROM autocdc.run_flow('<flow>')" in a
-# background session, and pass once pg_stat_activity shows it waiting
-# ($wait_col = $wait_value).
-sub start_blocked_run
-{
-	my ($session, $db, $flow, $label, $wait_col, $wait_value, $test_name) = @_;
-	$session->query_until(qr/started/, qq{
-		\\echo started
-		SELECT '$label' || num_events FROM autocdc.run_flow('$flow');
-	});
-	ok( $node->poll_query_until($db, qq{
-			SELECT count(*) > 0 FROM pg_stat_activity
-			 WHERE $wait_col = '$wait_value' AND query LIKE '%run_flow(''$flow'')%'}),
-		$test_name);
-}
+my $node = autocdc_node('concurrency');
+
 
 # autocdc in a database, with a flow feed_<x> -> tgt_<x> for each name given
 sub setup_flows
@@ -78,7 +61,7 @@ is($s1->query_safe("SELECT num_events FROM autocdc.run_flow('tgt_a')"), '1',
 is($node->safe_psql('postgres',
 		"SELECT state FROM autocdc.flows WHERE name = 'tgt_a'"),
 	'running', 'the flow shows running while its run is not committed');
-start_blocked_run($s2, 'postgres', 'tgt_a', 'second:', 'wait_event_type', 'Lock',
+start_blocked_run($node, $s2, 'postgres', 'tgt_a', 'second:', 'wait_event_type', 'Lock',
 	'the second run waits for the first');
 $s1->query_safe("COMMIT");
 my $second = $s2->query('SELECT 1');
@@ -112,7 +95,7 @@ my $h = $node->background_psql('slotdb');
 $h->query_safe("BEGIN");
 $h->query_safe("INSERT INTO feed_c1 VALUES (1, 'open', 1)");
 my $creator = $node->background_psql('slotdb');
-start_blocked_run($creator, 'slotdb', 'tgt_c1', 'creator:', 'wait_event', 'transactionid',
+start_blocked_run($node, $creator, 'slotdb', 'tgt_c1', 'creator:', 'wait_event', 'transactionid',
 	'the run creating the slot waits for a running transaction');
 my ($ret, $stdout, $stderr) = $node->psql('slotdb', q{
 	BEGIN;
@@ -123,7 +106,7 @@ my ($ret, $stdout, $stderr) = $node->psql('slotdb', q{
 like($stderr, qr/replication slot of autocdc does not exist yet/,
 	'a run that wrote before fails at once instead of waiting for the half-made slot');
 my $waiter = $node->background_psql('slotdb');
-start_blocked_run($waiter, 'slotdb', 'tgt_c2', 'waiter:', 'wait_event_type', 'Lock',
+start_blocked_run($node, $waiter, 'slotdb', 'tgt_c2', 'waiter:', 'wait_event_type', 'Lock',
 	'a run without writes waits for the creator');
 $h->query_safe("COMMIT");
 like($waiter->query('SELECT 1'), qr/waiter:0/, 'and then runs');

@@ -13,11 +13,9 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('dump');
-$node->init(allows_streaming => 'logical');
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'autocdc'");
-$node->append_conf('postgresql.conf', 'autocdc.enabled = off');
-$node->start;
+use AutocdcTest;
+
+my $node = autocdc_node('dump');
 
 $node->safe_psql('postgres', 'CREATE DATABASE src');
 $node->safe_psql('src', q{

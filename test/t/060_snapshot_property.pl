@@ -38,6 +38,8 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+
+use AutocdcTest;
 use Time::HiRes qw(time);
 
 sub env_or
@@ -360,11 +362,7 @@ sub describe
 # The cluster.
 ############################################################################
 
-my $node = PostgreSQL::Test::Cluster->new('snapshot_property');
-$node->init(allows_streaming => 'logical');
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'autocdc'");
-$node->append_conf('postgresql.conf', 'autocdc.enabled = off');
-$node->start;
+my $node = autocdc_node('snapshot_property');
 $node->safe_psql('postgres', 'CREATE EXTENSION autocdc');
 
 my $t0 = time;

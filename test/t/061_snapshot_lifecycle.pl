@@ -13,11 +13,9 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('snapshot_lifecycle');
-$node->init(allows_streaming => 'logical');
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'autocdc'");
-$node->append_conf('postgresql.conf', 'autocdc.enabled = off');
-$node->start;
+use AutocdcTest;
+
+my $node = autocdc_node('snapshot_lifecycle');
 
 $node->safe_psql('postgres', 'CREATE DATABASE src');
 $node->safe_psql('src', q{
@@ -50,13 +48,7 @@ my $s2 = $node->background_psql('src', on_error_stop => 0);
 $s1->query_safe('BEGIN');
 is($s1->query_safe("SELECT num_events FROM autocdc.run_flow('loads_hist')"), '2',
 	'first run of the version-function flow applies v1');
-$s2->query_until(qr/waiting/, q{
-	\echo waiting
-	SELECT 'second:' || num_events FROM autocdc.run_flow('loads_hist');
-});
-ok( $node->poll_query_until('src', q{
-		SELECT count(*) > 0 FROM pg_stat_activity
-		 WHERE wait_event_type = 'Lock' AND query LIKE '%run_flow(''loads_hist'')%'}),
+start_blocked_run($node, $s2, 'src', 'loads_hist', 'second:', 'wait_event_type', 'Lock',
 	'a second run waits for the first');
 $s1->query_safe('COMMIT');
 $s2->query('SELECT 1');
@@ -75,13 +67,7 @@ $s1->query_safe('SELECT now()');    # the older transaction's version
 $s2->query_safe('BEGIN');
 is($s2->query_safe("SELECT num_events || ',' || num_upserted_rows FROM autocdc.run_flow('users_hist')"),
 	'2,2', 'a newer transaction applies the change');
-$s1->query_until(qr/waiting/, q{
-	\echo waiting
-	SELECT 'older:' || num_events FROM autocdc.run_flow('users_hist');
-});
-ok( $node->poll_query_until('src', q{
-		SELECT count(*) > 0 FROM pg_stat_activity
-		 WHERE wait_event_type = 'Lock' AND query LIKE '%run_flow(''users_hist'')%'}),
+start_blocked_run($node, $s1, 'src', 'users_hist', 'older:', 'wait_event_type', 'Lock',
 	'the older transaction waits for the flow');
 $s2->query_safe('COMMIT');
 $s1->query_safe('COMMIT');

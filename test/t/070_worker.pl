@@ -16,14 +16,11 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('worker');
-$node->init(allows_streaming => 'logical');
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'autocdc'");
+use AutocdcTest;
+
 # a long naptime: a worker that applies within seconds was woken at commit
-$node->append_conf('postgresql.conf', "autocdc.naptime = '20s'");
-$node->append_conf('postgresql.conf', "autocdc.snapshot_interval = '2s'");
-$node->append_conf('postgresql.conf', "restart_after_crash = on");
-$node->start;
+my $node = autocdc_node('worker', worker => 1,
+	conf => ["autocdc.naptime = '20s'", "autocdc.snapshot_interval = '2s'", 'restart_after_crash = on']);
 
 # pids of the workers (comma-separated) of a database
 sub workers

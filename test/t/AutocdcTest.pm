@@ -1,0 +1,47 @@
+
+# Helpers shared by autocdc's TAP tests (test/t/*.pl; `make installcheck`
+# puts this directory on prove's include path).
+
+package AutocdcTest;
+
+use strict;
+use warnings;
+
+use Exporter 'import';
+use PostgreSQL::Test::Cluster;
+use Test::More;
+
+our @EXPORT = qw(autocdc_node start_blocked_run);
+
+# A started node with autocdc preloaded and wal_level = logical.  The
+# background worker is off unless worker => 1; conf => [lines] adds
+# postgresql.conf lines.
+sub autocdc_node
+{
+	my ($name, %opt) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init(allows_streaming => 'logical');
+	$node->append_conf('postgresql.conf', "shared_preload_libraries = 'autocdc'");
+	$node->append_conf('postgresql.conf', 'autocdc.enabled = off') unless $opt{worker};
+	$node->append_conf('postgresql.conf', $_) for @{ $opt{conf} // [] };
+	$node->start;
+	return $node;
+}
+
+# Start "SELECT <label> || num_events FROM autocdc.run_flow('<flow>')" in a
+# background session, and pass once pg_stat_activity shows it waiting
+# ($wait_col = $wait_value).
+sub start_blocked_run
+{
+	my ($node, $session, $db, $flow, $label, $wait_col, $wait_value, $test_name) = @_;
+	$session->query_until(qr/started/, qq{
+		\\echo started
+		SELECT '$label' || num_events FROM autocdc.run_flow('$flow');
+	});
+	ok( $node->poll_query_until($db, qq{
+			SELECT count(*) > 0 FROM pg_stat_activity
+			 WHERE $wait_col = '$wait_value' AND query LIKE '%run_flow(''$flow'')%'}),
+		$test_name);
+}
+
+1;
