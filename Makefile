@@ -2,7 +2,8 @@
 MODULE_big = autocdc
 OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
 EXTENSION = autocdc
-DATA = autocdc--0.1.sql
+# every released version's script stays, with the upgrade scripts from it
+DATA = autocdc--0.1.sql autocdc--0.1--0.2.sql autocdc--0.2.sql
 PGFILEDESC = "autocdc - declarative CDC flows for PostgreSQL"
 
 REGRESS = setup examples scd1 scd2 errors runtime statements lifecycle snapshot
@@ -10,7 +11,9 @@ REGRESS_OPTS = --temp-config=$(srcdir)/test/regress.conf
 TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl
 
-PG_CPPFLAGS = -I$(srcdir)/src
+# the library knows which catalog version it was built for (autocdc.control)
+AUTOCDC_VERSION := $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(dir $(firstword $(MAKEFILE_LIST)))autocdc.control)
+PG_CPPFLAGS = -I$(srcdir)/src -DAUTOCDC_VERSION='"$(AUTOCDC_VERSION)"'
 override CFLAGS += -Wall -Wextra -Wno-unused-parameter
 
 PG_CONFIG ?= pg_config
@@ -22,3 +25,5 @@ PG_PROVE_FLAGS += -I $(srcdir)/test/t
 
 # every object depends on the shared headers
 $(OBJS): src/autocdc.h src/compat.h
+# the library version comes from the control file
+src/autocdc.o src/worker.o: autocdc.control

@@ -15,10 +15,15 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/dependency.h"
 #include "catalog/objectaddress.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_extension.h"
 #include "catalog/pg_publication.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
@@ -32,6 +37,7 @@
 #include "catalog/pg_authid.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/timestamp.h"
 
@@ -167,6 +173,57 @@ autocdc_check_server(PG_FUNCTION_ARGS)
 				 errmsg("autocdc requires wal_level = logical"),
 				 errhint("Set wal_level = logical in postgresql.conf and restart the server.")));
 	PG_RETURN_VOID();
+}
+
+/*
+ * The version of autocdc installed in this database (palloc'd), or NULL
+ * when it is not installed.
+ */
+char *
+autocdc_installed_version(void)
+{
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	char	   *result = NULL;
+
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ,
+				CStringGetDatum("autocdc"));
+	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+	{
+		bool		isnull;
+		Datum		d = heap_getattr(tup, Anum_pg_extension_extversion,
+									 RelationGetDescr(rel), &isnull);
+
+		if (!isnull)
+			result = TextDatumGetCString(d);
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return result;
+}
+
+/*
+ * Refuse to act on flows while this database's catalog is at another
+ * version than the library (after a library upgrade, before ALTER
+ * EXTENSION autocdc UPDATE).
+ */
+void
+autocdc_require_current_catalog(void)
+{
+	char	   *installed = autocdc_installed_version();
+
+	if (installed != NULL && strcmp(installed, AUTOCDC_VERSION) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("autocdc %s is installed in this database, but the server runs the autocdc %s library",
+						installed, AUTOCDC_VERSION),
+				 errdetail("No flow is applied, created or changed until the extension is updated."),
+				 errhint("Run ALTER EXTENSION autocdc UPDATE.")));
 }
 
 /*

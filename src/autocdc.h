@@ -95,6 +95,8 @@ typedef struct Capture
 extern bool autocdc_preloaded;
 extern int	autocdc_decoding_work_mem;
 extern int	autocdc_work_mem;
+extern char *autocdc_installed_version(void);
+extern void autocdc_require_current_catalog(void);
 extern void autocdc_record_error(const char *flow, const char *message);
 extern void autocdc_persist_errors(void);
 

@@ -678,6 +678,7 @@ autocdc_create_flow(PG_FUNCTION_ARGS)
 	Oid			owner = GetUserId();
 	char		scd;
 
+	autocdc_require_current_catalog();
 	memset(&a, 0, sizeof(a));
 	{
 		const char *argnames[3] = {"target", "source", "keys"};
@@ -1477,6 +1478,7 @@ autocdc_drop_flow(PG_FUNCTION_ARGS)
 	Datum		arg;
 	Oid			argtype = TEXTOID;
 
+	autocdc_require_current_catalog();
 	require_args(fcinfo, 2, argnames);
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	drop_target = PG_GETARG_BOOL(1);
@@ -1550,6 +1552,7 @@ update_flow(const char *name, const char *sql, Datum extra, Oid extratype)
 	Datum		args[2];
 	Oid			types[2] = {TEXTOID, extratype};
 
+	autocdc_require_current_catalog();
 	SPI_connect();
 	level = set_safe_search_path();
 	flow = catalog_load_flow(name, true, false);

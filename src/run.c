@@ -556,6 +556,7 @@ run_entry(FunctionCallInfo fcinfo, void (*body) (FlowDef *peek, RunMetrics *m))
 	MemoryContext cxt = CurrentMemoryContext;
 	int			level;
 
+	autocdc_require_current_catalog();
 	memset(&m, 0, sizeof(m));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");

@@ -412,6 +412,7 @@ autocdc_create_snapshot_flow(PG_FUNCTION_ARGS)
 	MemoryContext callercxt = CurrentMemoryContext;
 	text	   *result;
 
+	autocdc_require_current_catalog();
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(2))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),

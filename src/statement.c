@@ -276,10 +276,13 @@ run_streaming_table(AutocdcStmt *s)
 static List *
 run_block(const char *text)
 {
-	List	   *stmts = autocdc_parse_block(text);
+	List	   *stmts;
 	List	   *tags = NIL;
 	ListCell   *lc;
 	int			n = 0;
+
+	autocdc_require_current_catalog();
+	stmts = autocdc_parse_block(text);
 
 	foreach(lc, stmts)
 	{

@@ -675,9 +675,11 @@ static long
 worker_pass(bool *more)
 {
 	char	   *next;
+	char	   *version;
 	List	   *names = NIL;
 	long		delay = -1;
 	static TimestampTz last_prune = 0;
+	static bool version_reported = false;
 
 	*more = false;
 	SetCurrentStatementStartTimestamp();
@@ -687,7 +689,8 @@ worker_pass(bool *more)
 	PushActiveSnapshot(GetTransactionSnapshot());
 	pgstat_report_activity(STATE_RUNNING, "autocdc: looking for work");
 
-	if (!OidIsValid(get_extension_oid("autocdc", true)))
+	version = autocdc_installed_version();
+	if (version == NULL)
 	{
 		DbEntry    *e;
 
@@ -703,8 +706,19 @@ worker_pass(bool *more)
 		extension_gone = true;
 		source_drop_slots();
 	}
+	else if (strcmp(version, AUTOCDC_VERSION) != 0)
+	{
+		/* a new library before ALTER EXTENSION UPDATE: apply nothing */
+		if (!version_reported)
+			ereport(LOG,
+					(errmsg("autocdc worker: autocdc %s is installed in database \"%s\", but the library is %s; no flow is applied there until the extension is updated",
+							version, get_database_name(MyDatabaseId), AUTOCDC_VERSION),
+					 errhint("Run ALTER EXTENSION autocdc UPDATE in that database.")));
+		version_reported = true;
+	}
 	else
 	{
+		version_reported = false;
 		(void) set_safe_search_path();
 		if (strcmp(spi_value("SELECT pg_catalog.count(*)::pg_catalog.text FROM autocdc.flow "
 							 "WHERE kind OPERATOR(pg_catalog.=) 'cdc' AND NOT once"), "0") == 0)
@@ -751,7 +765,7 @@ worker_pass(bool *more)
 	pgstat_report_activity(STATE_IDLE, NULL);
 
 	/* old runs leave the log, in a transaction of their own */
-	if (!extension_gone && autocdc_run_log_retention >= 0 &&
+	if (!extension_gone && !version_reported && autocdc_run_log_retention >= 0 &&
 		TimestampDifferenceExceeds(last_prune, GetCurrentTimestamp(), PRUNE_INTERVAL_MS))
 	{
 		StartTransactionCommand();

@@ -1,4 +1,3 @@
-
 # Helpers shared by autocdc's TAP tests (test/t/*.pl; `make installcheck`
 # puts this directory on prove's include path).
 
@@ -13,18 +12,21 @@ use Test::More;
 
 our @EXPORT = qw(autocdc_node start_blocked_run);
 
-# A started node with autocdc preloaded and wal_level = logical.  The
-# background worker is off unless worker => 1; conf => [lines] adds
-# postgresql.conf lines.
+# A node with autocdc preloaded and wal_level = logical, started unless
+# no_start => 1.  The background worker is off unless worker => 1; conf =>
+# [lines] adds postgresql.conf lines; install_path => dir runs the
+# PostgreSQL installation in dir (its bin/, lib/ and share) instead of the
+# one on PATH.
 sub autocdc_node
 {
 	my ($name, %opt) = @_;
-	my $node = PostgreSQL::Test::Cluster->new($name);
+	my $node = PostgreSQL::Test::Cluster->new($name,
+		$opt{install_path} ? (install_path => $opt{install_path}) : ());
 	$node->init(allows_streaming => 'logical');
 	$node->append_conf('postgresql.conf', "shared_preload_libraries = 'autocdc'");
 	$node->append_conf('postgresql.conf', 'autocdc.enabled = off') unless $opt{worker};
 	$node->append_conf('postgresql.conf', $_) for @{ $opt{conf} // [] };
-	$node->start;
+	$node->start unless $opt{no_start};
 	return $node;
 }
 

@@ -1,0 +1,337 @@
+/* autocdc--0.2.sql — catalog, API and capture objects of the autocdc extension */
+
+-- complain if script is sourced in psql, rather than via CREATE EXTENSION
+\echo Use "CREATE EXTENSION autocdc" to load this file. \quit
+
+CREATE FUNCTION autocdc._check_server() RETURNS void
+	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'autocdc_check_server';
+SELECT autocdc._check_server();
+
+/*
+ * Hidden per-target state lives in this schema (one table per target, owned
+ * by the target's owner; see README "Hidden state").
+ */
+CREATE SCHEMA autocdc_state;
+
+/*
+ * Capture: one insert-only publication for the pgoutput plugin.  It covers
+ * all tables so that its membership never changes (see README "Capture");
+ * what a flow reads is decided by autocdc.flow, which is transactional.
+ * Publishing only inserts keeps feeds without a replica identity deletable.
+ */
+CREATE PUBLICATION autocdc_feeds FOR ALL TABLES
+	WITH (publish = 'insert', publish_via_partition_root = true);
+-- PostgreSQL does not make publications extension members by itself
+CREATE FUNCTION autocdc._claim_publication() RETURNS void
+	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'autocdc_claim_publication';
+SELECT autocdc._claim_publication();
+DROP FUNCTION autocdc._claim_publication();
+
+-- the launcher starts this database's worker once CREATE EXTENSION commits
+CREATE FUNCTION autocdc._want_worker() RETURNS void
+	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_want_worker';
+SELECT autocdc._want_worker();
+DROP FUNCTION autocdc._want_worker();
+
+-- targets written by flows; hidden state table autocdc_state.target_<id>
+CREATE TABLE autocdc.target (
+	id			serial PRIMARY KEY,
+	relid		regclass NOT NULL UNIQUE,
+	scd_type	text NOT NULL,
+	keys		name[] NOT NULL,
+	seq_type	regtype NOT NULL,
+	seq_typname name,			-- composite <target>_seq created by autocdc
+	columns		name[] NOT NULL, -- data columns of the target, in order
+	created_at	timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE autocdc.flow (
+	name		text PRIMARY KEY,
+	owner		regrole NOT NULL,
+	kind		text NOT NULL DEFAULT 'cdc' CHECK (kind IN ('cdc', 'snapshot')),
+	source		regclass,		-- NULL: a snapshot flow's version function
+	source_text text NOT NULL,
+	target_id	int REFERENCES autocdc.target (id), -- NULL: snapshot target not created yet
+	keys		name[] NOT NULL,
+	sequence_by text NOT NULL,
+	ignore_null_updates boolean NOT NULL DEFAULT false,
+	apply_as_deletes text,
+	apply_as_truncates text,
+	columns		name[] NOT NULL, -- selected source columns, in source order
+	column_list text[],
+	except_column_list text[],
+	scd_type	text NOT NULL,
+	track_columns name[],		-- tracked columns (SCD 2)
+	track_history_column_list text[],
+	track_history_except_column_list text[],
+	once		boolean NOT NULL DEFAULT false,
+	continuous	boolean NOT NULL DEFAULT true,
+	tombstone_retention interval,
+	system_sequence_by text,
+	paused		boolean NOT NULL DEFAULT false,
+	created_at	timestamptz NOT NULL DEFAULT now(),
+	-- snapshot flows (kind = 'snapshot'; see src/snapshot.c)
+	source_function text,		-- version function signature, schema-qualified
+	snapshot_target text,		-- qualified target name, until the first run creates it
+	snapshot_version text		-- last applied version (text of its type, ISO styles)
+);
+CREATE INDEX ON autocdc.flow (target_id);
+
+/* progress and totals of a flow; written in the same transaction as its target */
+CREATE TABLE autocdc.flow_state (
+	name		text PRIMARY KEY REFERENCES autocdc.flow ON DELETE CASCADE ON UPDATE CASCADE,
+	progress	pg_lsn,			-- source commits before this LSN are applied; NULL: first read pending
+	slot_name	text,			-- the replication slot the progress belongs to
+	once_done	boolean NOT NULL DEFAULT false,
+	skip_upto	pg_lsn,			-- source commits at or before this LSN are skipped
+	last_run_at timestamptz,
+	last_commit_at timestamptz, -- commit time of the last applied source transaction
+	last_error	text,
+	last_error_at timestamptz,
+	retries		int NOT NULL DEFAULT 0,	-- failed runs since the last good one
+	retry_at	timestamptz,	-- the worker retries a failed flow from then on
+	num_events	bigint NOT NULL DEFAULT 0,
+	num_upserted_rows bigint NOT NULL DEFAULT 0,
+	num_deleted_rows bigint NOT NULL DEFAULT 0,
+	num_skipped_events bigint NOT NULL DEFAULT 0
+);
+
+CREATE TABLE autocdc.flow_run_log (
+	id			bigserial PRIMARY KEY,
+	flow		text NOT NULL,
+	started_at	timestamptz NOT NULL,
+	finished_at timestamptz,
+	num_events	bigint,
+	num_upserted_rows bigint,
+	num_deleted_rows bigint,
+	num_skipped_events bigint,
+	status		text NOT NULL,
+	error		text
+);
+CREATE INDEX ON autocdc.flow_run_log (flow, id);
+
+SELECT pg_catalog.pg_extension_config_dump('autocdc.target', '');
+SELECT pg_catalog.pg_extension_config_dump('autocdc.target_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('autocdc.flow', '');
+SELECT pg_catalog.pg_extension_config_dump('autocdc.flow_state', '');
+SELECT pg_catalog.pg_extension_config_dump('autocdc.flow_run_log', '');
+SELECT pg_catalog.pg_extension_config_dump('autocdc.flow_run_log_id_seq', '');
+
+/* ---------------------------------------------------------------- */
+/* internal C functions                                             */
+/* ---------------------------------------------------------------- */
+
+-- rows of the batch being applied in this backend: (lsn, ord, the source's
+-- columns), given by a column definition list; the argument names the source type
+CREATE FUNCTION autocdc._batch_support(internal) RETURNS internal
+	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'autocdc_batch_support';
+CREATE FUNCTION autocdc._batch(anyelement)
+	RETURNS SETOF record
+	LANGUAGE C SUPPORT autocdc._batch_support
+	AS 'MODULE_PATHNAME', 'autocdc_batch';
+-- classified events of the batch (rows of the state table type)
+CREATE FUNCTION autocdc._events(anyelement) RETURNS SETOF anyelement
+	LANGUAGE C SUPPORT autocdc._batch_support
+	AS 'MODULE_PATHNAME', 'autocdc_events';
+-- rows computed by the fold, to be inserted (target or state row type)
+CREATE FUNCTION autocdc._rows(anyelement) RETURNS SETOF anyelement
+	LANGUAGE C SUPPORT autocdc._batch_support
+	AS 'MODULE_PATHNAME', 'autocdc_rows';
+
+-- distinct keys of the run's events (column definition list given by the caller)
+CREATE FUNCTION autocdc._keys() RETURNS SETOF record
+	LANGUAGE C SUPPORT autocdc._batch_support
+	AS 'MODULE_PATHNAME', 'autocdc_keys';
+
+CREATE FUNCTION autocdc._pending_errors(OUT flow text, OUT error text, OUT at timestamptz)
+	RETURNS SETOF record
+	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'autocdc_pending_errors';
+
+CREATE FUNCTION autocdc._slot_info(OUT slot_name name, OUT confirmed_flush pg_lsn,
+	OUT restart_lsn pg_lsn)
+	RETURNS record
+	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'autocdc_slot_info';
+
+/* ---------------------------------------------------------------- */
+/* public API                                                       */
+/* ---------------------------------------------------------------- */
+
+CREATE FUNCTION autocdc.create_flow(
+	target text, source text, keys text[],
+	sequence_by text DEFAULT NULL,
+	ignore_null_updates boolean DEFAULT false,
+	apply_as_deletes text DEFAULT NULL,
+	apply_as_truncates text DEFAULT NULL,
+	column_list text[] DEFAULT NULL,
+	except_column_list text[] DEFAULT NULL,
+	stored_as_scd_type text DEFAULT '1',
+	track_history_column_list text[] DEFAULT NULL,
+	track_history_except_column_list text[] DEFAULT NULL,
+	name text DEFAULT NULL,
+	once boolean DEFAULT false,
+	system_sequence_by text DEFAULT NULL,
+	continuous boolean DEFAULT true,
+	tombstone_retention interval DEFAULT NULL)
+	RETURNS text
+	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_create_flow';
+
+CREATE FUNCTION autocdc.create_snapshot_flow(
+	target text, source text, keys text[],
+	stored_as_scd_type text DEFAULT '1',
+	track_history_column_list text[] DEFAULT NULL,
+	track_history_except_column_list text[] DEFAULT NULL,
+	name text DEFAULT NULL, continuous boolean DEFAULT true,
+	source_function text DEFAULT NULL)
+	RETURNS text
+	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_create_snapshot_flow';
+-- counts a snapshot's rows and refuses duplicate or null keys (inside the comparison query)
+CREATE FUNCTION autocdc._snapshot_check(flow text, snapshot text, nrows bigint,
+	duplicate_key text, null_key boolean)
+	RETURNS boolean
+	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_snapshot_check';
+
+CREATE FUNCTION autocdc.run_flow(name text,
+	OUT num_events bigint, OUT num_upserted_rows bigint,
+	OUT num_deleted_rows bigint, OUT num_skipped_events bigint)
+	RETURNS SETOF record
+	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_run_flow';
+
+CREATE FUNCTION autocdc.full_refresh(name text,
+	OUT num_events bigint, OUT num_upserted_rows bigint,
+	OUT num_deleted_rows bigint, OUT num_skipped_events bigint)
+	RETURNS SETOF record
+	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_full_refresh';
+
+CREATE FUNCTION autocdc.drop_flow(name text, drop_target boolean DEFAULT false)
+	RETURNS void
+	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_drop_flow';
+
+CREATE FUNCTION autocdc.skip_events(name text, upto pg_lsn)
+	RETURNS void
+	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_skip_events';
+
+CREATE FUNCTION autocdc.pause_flow(name text) RETURNS void
+	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_pause_flow';
+CREATE FUNCTION autocdc.resume_flow(name text) RETURNS void
+	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_resume_flow';
+
+CREATE VIEW autocdc.flows AS
+SELECT f.name,
+	   f.owner,
+	   f.kind,
+	   f.source_text AS source,
+	   t.relid AS target,
+	   f.scd_type,
+	   f.continuous,
+	   CASE
+		   WHEN f.paused THEN 'paused'
+		   WHEN s.progress IS NOT NULL AND NOT f.once
+			AND (sl.slot_name IS NULL OR s.slot_name IS DISTINCT FROM sl.slot_name::text
+				 OR s.progress < sl.confirmed_flush) THEN 'needs_resync'
+		   WHEN pe.error IS NOT NULL OR s.last_error IS NOT NULL THEN 'error'
+		   WHEN EXISTS (SELECT FROM pg_catalog.pg_locks k
+						 WHERE k.locktype = 'advisory' AND k.granted
+						   AND k.database = (SELECT d.oid FROM pg_catalog.pg_database d
+											  WHERE d.datname = pg_catalog.current_database())
+						   AND k.classid = (pg_catalog.hashtext(f.name COLLATE "C")::bigint & 4294967295)::text::oid
+						   AND k.objid = 1633903715 AND k.objsubid = 3) THEN 'running'
+		   ELSE 'idle'
+	   END AS state,
+	   coalesce(pe.error, s.last_error) AS last_error,
+	   CASE WHEN pe.error IS NOT NULL THEN pe.at ELSE s.last_error_at END AS last_error_at,
+	   s.retry_at,
+	   s.last_run_at,
+	   s.num_events,
+	   s.num_upserted_rows,
+	   s.num_deleted_rows,
+	   s.num_skipped_events,
+	   CASE WHEN sl.restart_lsn IS NOT NULL AND NOT f.once AND f.kind = 'cdc'
+			THEN pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(),
+				 least(sl.restart_lsn, coalesce(s.progress, sl.restart_lsn)))::bigint
+	   END AS retained_wal_bytes,
+	   (SELECT pg_catalog.pg_total_relation_size(c.oid)
+		  FROM pg_catalog.pg_class c
+		 WHERE c.relnamespace = 'autocdc_state'::regnamespace
+		   AND c.relname = 'target_' || t.id) AS hidden_state_bytes,
+	   CASE WHEN s.last_commit_at IS NOT NULL AND s.progress IS NOT NULL
+			 AND s.progress < pg_catalog.pg_current_wal_flush_lsn()
+			THEN pg_catalog.now() - s.last_commit_at
+	   END AS lag_time
+  FROM autocdc.flow f
+  LEFT JOIN autocdc.target t ON t.id = f.target_id
+  LEFT JOIN autocdc.flow_state s ON s.name = f.name
+  LEFT JOIN autocdc._slot_info() sl ON true
+  LEFT JOIN LATERAL (SELECT p.error, p.at FROM autocdc._pending_errors() p
+					  WHERE p.flow = f.name ORDER BY p.at DESC LIMIT 1) pe ON true
+ WHERE pg_catalog.pg_has_role(CURRENT_USER, f.owner, 'USAGE')
+	OR pg_catalog.pg_has_role(CURRENT_USER, 'pg_read_all_stats', 'USAGE');
+
+/*
+ * The run log.  Errors can quote source values, so each role sees the runs
+ * of the flows it may act for (and monitoring roles see all).
+ */
+CREATE VIEW autocdc.flow_runs AS
+SELECT r.id, r.flow, r.started_at, r.finished_at, r.num_events, r.num_upserted_rows,
+	   r.num_deleted_rows, r.num_skipped_events, r.status, r.error
+  FROM autocdc.flow_run_log r
+ WHERE pg_catalog.pg_has_role(CURRENT_USER, 'pg_read_all_stats', 'USAGE')
+	OR EXISTS (SELECT FROM autocdc.flow f
+				WHERE f.name = r.flow AND pg_catalog.pg_has_role(CURRENT_USER, f.owner, 'USAGE'));
+
+GRANT USAGE ON SCHEMA autocdc TO PUBLIC;
+-- state tables are owned by their targets' owners; the schema must be reachable
+GRANT USAGE ON SCHEMA autocdc_state TO PUBLIC;
+GRANT SELECT ON autocdc.flows, autocdc.flow_runs TO PUBLIC;
+REVOKE ALL ON autocdc.flow, autocdc.flow_state, autocdc.target, autocdc.flow_run_log FROM PUBLIC;
+
+/*
+ * DROP TABLE of a flow's source or target is refused (SPEC §4): the flow
+ * would be left pointing at nothing.  drop_flow(name, true) removes the
+ * catalog rows first, so it passes.
+ */
+CREATE FUNCTION autocdc._drop_guard() RETURNS event_trigger
+	LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS
+$$
+DECLARE
+	r record;
+	f text;
+BEGIN
+	IF pg_catalog.to_regclass('autocdc.flow') IS NULL THEN
+		RETURN;					-- the extension itself is being dropped
+	END IF;
+	FOR r IN SELECT * FROM pg_catalog.pg_event_trigger_dropped_objects()
+			  WHERE classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND objsubid = 0
+	LOOP
+		SELECT fl.name INTO f FROM autocdc.flow fl JOIN autocdc.target t ON t.id = fl.target_id
+		 WHERE fl.source::pg_catalog.oid = r.objid OR t.relid::pg_catalog.oid = r.objid
+		 ORDER BY fl.name LIMIT 1;
+		IF f IS NOT NULL THEN
+			RAISE EXCEPTION 'cannot drop % % because flow "%" uses it', r.object_type, r.object_identity, f
+				USING ERRCODE = 'dependent_objects_still_exist',
+					  HINT = pg_catalog.format('Drop the flow first with SELECT autocdc.drop_flow(%L).', f);
+		END IF;
+	END LOOP;
+END;
+$$;
+CREATE EVENT TRIGGER autocdc_drop_guard ON sql_drop
+	EXECUTE FUNCTION autocdc._drop_guard();
+
+/*
+ * The statement form (SPEC §3.1): a trusted language whose DO blocks run
+ * CREATE FLOW / APPLY CHANGES INTO / CREATE STREAMING TABLE / DROP FLOW, and
+ * the same parser behind autocdc.execute() for drivers and scripts.
+ */
+CREATE FUNCTION autocdc._call_handler() RETURNS language_handler
+	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_call_handler';
+CREATE FUNCTION autocdc._inline_handler(internal) RETURNS void
+	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'autocdc_inline_handler';
+CREATE FUNCTION autocdc._validator(oid) RETURNS void
+	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'autocdc_validator';
+CREATE TRUSTED LANGUAGE autocdc
+	HANDLER autocdc._call_handler
+	INLINE autocdc._inline_handler
+	VALIDATOR autocdc._validator;
+COMMENT ON LANGUAGE autocdc IS 'autocdc statements: DO LANGUAGE autocdc $$ CREATE FLOW ... $$';
+
+CREATE FUNCTION autocdc.execute(statements text) RETURNS SETOF text
+	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_execute';

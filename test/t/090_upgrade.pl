@@ -1,0 +1,348 @@
+
+# The upgrade from autocdc 0.1 (the release at commit 8c83c06): flows of
+# every 0.1 kind run on a server with the 0.1 library; the current library
+# is installed and the server restarted; until ALTER EXTENSION autocdc
+# UPDATE, nothing is applied (the worker says so once, run_flow refuses with
+# the hint); after it, applying continues where 0.1 stopped, every event
+# exactly once (targets equal a model of all events written in this file,
+# num_events equal the events written).  Finally a database that was
+# upgraded and one created fresh at the current version hold the same
+# extension objects.
+#
+# The 0.1 library is built from that commit's tree (git archive) and
+# installed, with the current one after it, into a private copy of the
+# PostgreSQL installation (the binaries find their lib and share
+# directories relative to themselves), so the system's installation is
+# never touched.
+
+use strict;
+use warnings;
+
+use File::Path qw(make_path remove_tree);
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+use AutocdcTest;
+
+my $old_commit = '8c83c06';
+my $src = $ENV{TESTDIR} // '.';
+
+if (system("git -C '$src' cat-file -e '$old_commit^{commit}' >/dev/null 2>&1") != 0)
+{
+	plan skip_all =>
+	  "this checkout has no commit $old_commit (autocdc 0.1, a shallow clone or no .git): the upgrade from 0.1 cannot be built";
+}
+
+sub pg_config
+{
+	my ($opt) = @_;
+	my $v = `pg_config --$opt`;
+	chomp $v;
+	die "pg_config --$opt failed" if $? != 0 || $v eq '';
+	return $v;
+}
+
+sub run_or_bail
+{
+	my ($cmd, $log) = @_;
+	if (system("$cmd >>'$log' 2>&1") != 0)
+	{
+		diag(slurp_file($log));
+		BAIL_OUT("failed: $cmd");
+	}
+}
+
+# --- a private PostgreSQL installation with the 0.1 library ----------------
+my $tmp = PostgreSQL::Test::Utils::tempdir;
+my $inst = "$tmp/inst";
+my ($bindir, $pkglibdir, $sharedir) = map { pg_config($_) } qw(bindir pkglibdir sharedir);
+for my $d ($bindir, $pkglibdir, $sharedir)
+{
+	make_path("$inst$d");
+	run_or_bail("cp -a '$d/.' '$inst$d/'", "$tmp/copy.log");
+}
+remove_tree("$inst$pkglibdir/bitcode");    # no JIT here
+unlink glob("'$inst$pkglibdir/autocdc.so' '$inst$sharedir/extension/autocdc*'");
+
+my $old = "$tmp/autocdc-0.1";
+make_path($old);
+run_or_bail("git -C '$src' archive '$old_commit' | tar -x -C '$old'", "$tmp/build.log");
+run_or_bail("make -s -j2 -C '$old' PG_CONFIG=pg_config", "$tmp/build.log");
+run_or_bail("make -s -C '$old' PG_CONFIG=pg_config install DESTDIR='$inst'", "$tmp/build.log");
+ok(-f "$inst$pkglibdir/autocdc.so", 'autocdc 0.1 built and installed into a private installation');
+
+(my $install_path = "$inst$bindir") =~ s{/bin/?$}{};
+my $node = autocdc_node('upgrade', worker => 1, install_path => $install_path,
+	conf => ["autocdc.naptime = '100ms'", "autocdc.snapshot_interval = '1s'", 'jit = off']);
+
+is($node->safe_psql('postgres', q{CREATE EXTENSION autocdc;
+	SELECT extversion FROM pg_extension WHERE extname = 'autocdc'}), '0.1', 'the extension is at 0.1');
+
+# --- flows of every 0.1 kind ------------------------------------------------
+$node->safe_psql('postgres', q{
+	CREATE TABLE feed (k int, v text, seq int, op text);
+	CREATE TABLE extract (k int, v text, seq int, op text);
+	INSERT INTO extract VALUES (1, 'x1', 0, 'U'), (2, 'x2', 0, 'U'), (99, 'x99', 0, 'U');
+	-- continuous SCD 1 and SCD 2 flows, applied by the worker
+	SELECT autocdc.create_flow('t1', 'feed', '{k}', 'seq', apply_as_deletes => 'op = ''D''',
+							   except_column_list => '{seq, op}');
+	SELECT autocdc.create_flow('t2', 'feed', '{k}', 'seq', apply_as_deletes => 'op = ''D''',
+							   except_column_list => '{seq, op}', stored_as_scd_type => '2');
+	-- a once backfill into the SCD 1 target
+	SELECT autocdc.create_flow('t1', 'extract', '{k}', 'seq', once => true, name => 'backfill',
+							   except_column_list => '{seq, op}');
+	-- applied by run_flow only
+	SELECT autocdc.create_flow('r1', 'feed', '{k}', 'seq', apply_as_deletes => 'op = ''D''',
+							   except_column_list => '{seq, op}', continuous => false);
+	-- snapshot flows: a table source run by the worker, a version function run by run_flow
+	CREATE TABLE snapsrc (k int PRIMARY KEY, v text);
+	INSERT INTO snapsrc VALUES (1, 'a'), (2, 'b');
+	SELECT autocdc.create_snapshot_flow('s1', 'snapsrc', '{k}', stored_as_scd_type => '2');
+	CREATE TABLE loads (v bigint PRIMARY KEY);
+	CREATE FUNCTION next_snap(last bigint) RETURNS TABLE (snapshot regclass, version bigint)
+	LANGUAGE sql SET search_path = public AS $$
+	  SELECT format('snap_%s', v)::regclass, v FROM loads
+	   WHERE v > coalesce(last, 0) ORDER BY v LIMIT 1
+	$$;
+	SELECT autocdc.create_snapshot_flow('s2', NULL, '{k}', source_function => 'next_snap(bigint)',
+										continuous => false);
+});
+# the statement form
+$node->safe_psql('postgres', q{
+	DO LANGUAGE autocdc $$
+	CREATE FLOW t3 AS AUTO CDC INTO t3 FROM stream(feed) KEYS (k)
+	APPLY AS DELETE WHEN op = 'D' SEQUENCE BY seq COLUMNS * EXCEPT (seq, op) STORED AS SCD TYPE 2;
+	$$;
+});
+
+# --- events and the model ----------------------------------------------------
+# arrival order is the order written here (one statement per transaction)
+my @events;
+my $seq = 0;
+srand(20261201);
+
+sub write_events
+{
+	my ($n) = @_;
+	my @rows;
+	for (1 .. $n)
+	{
+		my $k = 1 + int(rand(12));
+		# mostly increasing, some late (older) and some equal sequences
+		my $s = $seq + int(rand(6)) - 3;
+		$seq += 2;
+		my $op = rand() < 0.15 ? 'D' : 'U';
+		my $v = "v$k-" . int(rand(1000));
+		push @events, [ $k, $v, $s, $op ];
+		push @rows, "($k, '$v', $s, '$op')";
+	}
+	while (my @chunk = splice(@rows, 0, 7))
+	{
+		$node->safe_psql('postgres', 'INSERT INTO feed VALUES ' . join(', ', @chunk));
+	}
+}
+
+# events of a key sorted by (sequence, arrival), ties settled: last arrival wins
+sub key_events
+{
+	my %by;
+	for my $i (0 .. $#events)
+	{
+		my ($k, $v, $s, $op) = @{ $events[$i] };
+		$by{$k}{$s} = [ $v, $s, $op ];
+	}
+	return map { my $k = $_; [ $k, [ map { $by{$k}{$_} } sort { $a <=> $b } keys %{ $by{$k} } ] ] }
+	  sort { $a <=> $b } keys %by;
+}
+
+sub model_scd1
+{
+	my @rows;
+	for my $ke (key_events())
+	{
+		my ($k, $evs) = @$ke;
+		my $last = $evs->[-1];
+		push @rows, "$k|$last->[0]" if $last->[2] ne 'D';
+	}
+	return join("\n", @rows);
+}
+
+sub model_scd2
+{
+	my @rows;
+	for my $ke (key_events())
+	{
+		my ($k, $evs) = @$ke;
+		my $open;
+		for my $e (@$evs)
+		{
+			my ($v, $s, $op) = @$e;
+			if ($op eq 'D')
+			{
+				push @rows, "$k|$open->[0]|$open->[1]|$s" if $open;
+				undef $open;
+			}
+			elsif (!$open || $open->[0] ne $v)
+			{
+				push @rows, "$k|$open->[0]|$open->[1]|$s" if $open;
+				$open = [ $v, $s ];
+			}
+		}
+		push @rows, "$k|$open->[0]|$open->[1]|" if $open;
+	}
+	return join("\n", @rows);
+}
+
+my $scd1_sql = 'SELECT k, v FROM %s ORDER BY k';
+my $scd2_sql = 'SELECT k, v, __start_at, __end_at FROM %s ORDER BY k, __start_at';
+
+# the SCD 1 target t1 also holds the backfill's keys the feed never wrote
+sub model_t1
+{
+	my %feed = map { (split /\|/)[0] => $_ } split /\n/, model_scd1();
+	my %seen = map { $_->[0] => 1 } @events;
+	for my $x ([ 1, 'x1' ], [ 2, 'x2' ], [ 99, 'x99' ])
+	{
+		$feed{ $x->[0] } = "$x->[0]|$x->[1]" unless $seen{ $x->[0] };
+	}
+	return join("\n", map { $feed{$_} } sort { $a <=> $b } keys %feed);
+}
+
+sub check_targets
+{
+	my ($when) = @_;
+	ok( $node->poll_query_until('postgres', sprintf($scd1_sql, 't1'), model_t1()),
+		"t1 (SCD 1 and a once backfill, worker) equals the model $when");
+	ok($node->poll_query_until('postgres', sprintf($scd2_sql, 't2'), model_scd2()),
+		"t2 (SCD 2, worker) equals the model $when");
+	ok($node->poll_query_until('postgres', sprintf($scd2_sql, 't3'), model_scd2()),
+		"t3 (statement form, worker) equals the model $when");
+	$node->safe_psql('postgres', q{SELECT * FROM autocdc.run_flow('r1')});
+	is($node->safe_psql('postgres', sprintf($scd1_sql, 'r1')), model_scd1(),
+		"r1 (SCD 1, run_flow) equals the model $when");
+}
+
+write_events(60);
+check_targets('at 0.1');
+$node->safe_psql('postgres', q{
+	CREATE TABLE snap_1 (k int, v text);
+	INSERT INTO snap_1 VALUES (1, 'p'), (2, 'q');
+	INSERT INTO loads VALUES (1);
+	SELECT * FROM autocdc.run_flow('s2');
+});
+is($node->safe_psql('postgres', 'SELECT k, v FROM s2 ORDER BY k'), "1|p\n2|q",
+	's2 (version function) applied snapshot 1 at 0.1');
+ok( $node->poll_query_until('postgres',
+		q{SELECT string_agg(k || v, ',' ORDER BY k) FROM s1 WHERE __end_at IS NULL}, '1a,2b'),
+	's1 (table snapshot, worker) applied at 0.1');
+
+# events the 0.1 library never applies: the worker is off meanwhile
+$node->append_conf('postgresql.conf', 'autocdc.enabled = off');
+$node->reload;
+$node->poll_query_until('postgres',
+	q{SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'autocdc worker'});
+write_events(30);
+$node->stop;
+
+# --- the current library, before ALTER EXTENSION UPDATE ------------------------
+run_or_bail("make -s -C '$src' PG_CONFIG=pg_config install DESTDIR='$inst'", "$tmp/build.log");
+$node->append_conf('postgresql.conf', 'autocdc.enabled = on');
+my $log_offset = -s $node->logfile;
+$node->start;
+
+ok( $node->poll_query_until('postgres', q{
+		SELECT count(*) > 0 FROM pg_stat_activity WHERE backend_type = 'autocdc worker'}),
+	'the worker starts with the new library');
+write_events(20);
+ok( $node->wait_for_log(qr/autocdc 0\.1 is installed in database "postgres", but the library is 0\.2/,
+		$log_offset),
+	'the worker says that the catalog is older than the library');
+sleep(2);    # many passes of 100 ms
+my $said = () = slurp_file($node->logfile, $log_offset) =~ /autocdc 0\.1 is installed in database/g;
+is($said, 1, '... once');
+my ($ret, $out, $err) = $node->psql('postgres', q{SELECT * FROM autocdc.run_flow('r1')});
+like($err, qr/autocdc 0\.1 is installed in this database, but the server runs the autocdc 0\.2 library/,
+	'run_flow refuses before the update');
+like($err, qr/HINT:  Run ALTER EXTENSION autocdc UPDATE/, '... with the hint');
+($ret, $out, $err) = $node->psql('postgres',
+	q{SELECT autocdc.create_flow('t9', 'feed', '{k}', 'seq')});
+like($err, qr/ALTER EXTENSION autocdc UPDATE/, 'create_flow refuses too');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM autocdc.flows}), '7',
+	'autocdc.flows (0.1) still answers');
+my $unapplied = $node->safe_psql('postgres', q{
+	SELECT sum(num_events) FROM autocdc.flows WHERE name = 't2'});
+is($unapplied, 60, 'nothing written since the 0.1 library stopped is applied yet');
+
+# --- the update ------------------------------------------------------------------
+$node->safe_psql('postgres', 'ALTER EXTENSION autocdc UPDATE');
+is($node->safe_psql('postgres', q{SELECT extversion FROM pg_extension WHERE extname = 'autocdc'}),
+	'0.2', 'the extension is at 0.2');
+write_events(25);
+check_targets('after the update');
+is( $node->safe_psql('postgres', q{
+		SELECT string_agg(name || '=' || num_events, ',' ORDER BY name) FROM autocdc.flows
+		 WHERE name IN ('t1', 't2', 't3', 'r1', 'backfill')}),
+	join(',', 'backfill=3', map { "$_=" . scalar(@events) } qw(r1 t1 t2 t3)),
+	'every event was applied exactly once by each flow (num_events)');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM autocdc.flows WHERE state <> 'idle'}), '0',
+	'every flow is idle');
+
+$node->safe_psql('postgres', q{
+	CREATE TABLE snap_2 (k int, v text);
+	INSERT INTO snap_2 VALUES (2, 'q2'), (3, 'r');
+	INSERT INTO loads VALUES (2);
+	SELECT * FROM autocdc.run_flow('s2');
+	UPDATE snapsrc SET v = 'b2' WHERE k = 2;
+	INSERT INTO snapsrc VALUES (3, 'c');
+});
+is($node->safe_psql('postgres', 'SELECT k, v FROM s2 ORDER BY k'), "2|q2\n3|r",
+	's2 (version function) continues at snapshot 2');
+ok( $node->poll_query_until('postgres',
+		q{SELECT string_agg(k || v || (__end_at IS NULL), ',' ORDER BY k, __start_at) FROM s1},
+		'1atrue,2bfalse,2b2true,3ctrue'),
+	's1 (table snapshot, worker) continues its history');
+
+# --- the upgraded catalog equals a fresh one ----------------------------------------
+my $objects_sql = q{
+	WITH ext AS (SELECT oid FROM pg_extension WHERE extname = 'autocdc'),
+	m AS (SELECT d.classid, d.objid, d.objsubid FROM pg_depend d, ext
+		   WHERE d.refclassid = 'pg_extension'::regclass AND d.refobjid = ext.oid AND d.deptype = 'e')
+	SELECT 'member ' || pg_describe_object(classid, objid, objsubid) FROM m
+	UNION ALL
+	SELECT format('function %s returns %s strict=%s volatile=%s secdef=%s config=%s src=%s acl=%s support=%s',
+				  p.oid::regprocedure, pg_get_function_result(p.oid), p.proisstrict, p.provolatile,
+				  p.prosecdef, p.proconfig, p.prosrc, p.proacl, p.prosupport)
+	  FROM pg_proc p JOIN m ON m.classid = 'pg_proc'::regclass AND m.objid = p.oid
+	UNION ALL
+	SELECT format('relation %s kind=%s acl=%s column %s %s notnull=%s default=%s',
+				  c.oid::regclass, c.relkind, c.relacl, a.attname, format_type(a.atttypid, a.atttypmod),
+				  a.attnotnull, pg_get_expr(ad.adbin, ad.adrelid))
+	  FROM pg_class c JOIN m ON m.classid = 'pg_class'::regclass AND m.objid = c.oid
+	  JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+	  LEFT JOIN pg_attrdef ad ON ad.adrelid = c.oid AND ad.adnum = a.attnum
+	UNION ALL
+	SELECT format('index %s', regexp_replace(pg_get_indexdef(i.indexrelid), 'INDEX \S+ ON', 'INDEX ON'))
+	  FROM pg_index i JOIN m ON m.classid = 'pg_class'::regclass AND m.objid = i.indrelid
+	UNION ALL
+	SELECT format('constraint on %s: %s', co.conrelid::regclass, pg_get_constraintdef(co.oid))
+	  FROM pg_constraint co JOIN m ON m.classid = 'pg_class'::regclass AND m.objid = co.conrelid
+	UNION ALL
+	SELECT format('view %s: %s', c.oid::regclass, pg_get_viewdef(c.oid))
+	  FROM pg_class c JOIN m ON m.classid = 'pg_class'::regclass AND m.objid = c.oid WHERE c.relkind = 'v'
+	UNION ALL
+	SELECT format('schema %s acl=%s', n.nspname, n.nspacl)
+	  FROM pg_namespace n JOIN m ON m.classid = 'pg_namespace'::regclass AND m.objid = n.oid
+	UNION ALL
+	SELECT format('dumped %s %s', x.c::regclass, coalesce(x.w, ''))
+	  FROM ext, pg_extension e, unnest(e.extconfig, e.extcondition) AS x(c, w) WHERE e.oid = ext.oid
+	ORDER BY 1
+};
+$node->safe_psql('postgres', 'CREATE DATABASE fresh');
+$node->safe_psql('fresh', 'CREATE EXTENSION autocdc');
+my $upgraded = $node->safe_psql('postgres', $objects_sql);
+my $fresh = $node->safe_psql('fresh', $objects_sql);
+is($upgraded, $fresh, 'an upgraded database and a fresh one hold the same autocdc objects');
+
+$node->stop;
+done_testing();
