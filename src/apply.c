@@ -304,8 +304,7 @@ apply_setup(ApplyCtx *a, FlowDef *flow)
 	TypeCacheEntry *tc;
 
 	a->flow = flow;
-	a->staterel = get_relname_relid(state_table_name(flow->target_id),
-									get_namespace_oid(AUTOCDC_STATE_SCHEMA, false));
+	a->staterel = catalog_state_relid(flow->target_id);
 	if (!OidIsValid(a->staterel))
 		elog(ERROR, "hidden state of flow \"%s\" is missing", flow->name);
 	srel = table_open(a->staterel, AccessShareLock);

@@ -111,6 +111,8 @@ extern void worker_init(void);
 extern FlowDef *catalog_load_flow(const char *name, bool lock, bool missing_ok);
 extern List *catalog_target_flows(int target_id);
 extern void catalog_check_flow_owner(FlowDef *flow);
+extern void catalog_check_flow_objects(FlowDef *flow);
+extern Oid	catalog_state_relid(int target_id);
 extern void catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz started,
 								  bool log);
 extern void catalog_sync_columns(FlowDef *flow, bool refresh);

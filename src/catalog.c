@@ -74,6 +74,14 @@ state_table_name(int target_id)
 	return psprintf("target_%d", target_id);
 }
 
+/* The hidden-state table of a target, or InvalidOid when it is missing. */
+Oid
+catalog_state_relid(int target_id)
+{
+	return get_relname_relid(state_table_name(target_id),
+							 get_namespace_oid(AUTOCDC_STATE_SCHEMA, false));
+}
+
 /* Parse one SQL identifier given as text ("userId" keeps case, userId folds). */
 static char *
 parse_identifier(const char *text, const char *what)
@@ -1280,11 +1288,52 @@ catalog_target_flows(int target_id)
 }
 
 /*
+ * A run changes the target and the hidden state as the flow's owner, who
+ * must therefore still exist and own both (a role with the privileges of
+ * their owner counts, as for ALTER TABLE).  Error if not.
+ */
+void
+catalog_check_flow_objects(FlowDef *flow)
+{
+	char	   *owner = GetUserNameFromId(flow->owner, true);
+	Oid			state = catalog_state_relid(flow->target_id);
+	Oid			rels[2] = {flow->target, state};
+	int			i;
+
+	if (owner == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("the owner of flow \"%s\" (role %u) no longer exists", flow->name, flow->owner),
+				 errhint("A superuser can drop the flow with SELECT autocdc.drop_flow(%s) and create it again.",
+						 quote_literal_cstr(flow->name))));
+	for (i = 0; i < 2; i++)
+	{
+		char	   *relname;
+
+		if (!OidIsValid(rels[i]) || pg_class_ownercheck(rels[i], flow->owner))
+			continue;
+		relname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(rels[i])),
+											 get_rel_name(rels[i]));
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("flow \"%s\": its owner %s does not own %s %s",
+						flow->name, quote_identifier(owner),
+						i == 0 ? "its target" : "the target's hidden state", relname),
+				 errdetail("A flow writes and alters its target and hidden state as its owner."),
+				 errhint("Give it back with ALTER TABLE %s OWNER TO %s, or drop the flow and create it again as the owner of the target.",
+						 relname, quote_identifier(owner))));
+	}
+}
+
+/*
  * Follow source schema changes (SPEC §4): a column added to a source whose
  * selection is "all" or "* except" is added to the target and the hidden
  * state; a captured column that was dropped, renamed or retyped fails the
  * run with a hint to full_refresh, which re-resolves the selection (and
- * retypes the emptied target's column).  SPI connected.
+ * retypes the emptied target's column).  The ALTER TABLE statements run as
+ * the flow's owner under a security-restricted operation (they evaluate
+ * defaults, domain constraints and index expressions of the owner's);
+ * only the catalog update runs as autocdc.  SPI connected.
  */
 void
 catalog_sync_columns(FlowDef *flow, bool refresh)
@@ -1315,7 +1364,8 @@ catalog_sync_columns(FlowDef *flow, bool refresh)
 		selection = lappend(selection, c->name);
 	}
 
-	become_superuser(&saved_uid, &saved_sec);
+	catalog_check_flow_objects(flow);
+	become_owner(flow->owner, &saved_uid, &saved_sec);
 	foreach(lc, flow->columns)
 	{
 		char	   *name = lfirst(lc);
@@ -1361,13 +1411,12 @@ catalog_sync_columns(FlowDef *flow, bool refresh)
 			spi_exec(psprintf("ALTER TABLE %s ADD COLUMN %s", tname,
 							  column_definition(name, s->typid, s->typmod, s->collation)),
 					 SPI_OK_UTILITY);
-		if (find_column(relation_columns(get_relname_relid(state_table_name(flow->target_id),
-															 get_namespace_oid(AUTOCDC_STATE_SCHEMA, false))),
-						name) == NULL)
+		if (find_column(relation_columns(catalog_state_relid(flow->target_id)), name) == NULL)
 			spi_exec(psprintf("ALTER TABLE %s ADD COLUMN %s", sname,
 							  column_definition(name, s->typid, s->typmod, s->collation)),
 					 SPI_OK_UTILITY);
 	}
+	restore_user(saved_uid, saved_sec);
 	if (changed || list_length(selection) != list_length(flow->columns))
 	{
 		Datum		args[2];
@@ -1375,13 +1424,14 @@ catalog_sync_columns(FlowDef *flow, bool refresh)
 
 		args[0] = CStringGetTextDatum(flow->name);
 		args[1] = names_to_array(selection);
+		become_superuser(&saved_uid, &saved_sec);
 		if (SPI_execute_with_args("UPDATE autocdc.flow SET columns = $2 WHERE name OPERATOR(pg_catalog.=) $1",
 								  2, types, args, NULL, false, 0) != SPI_OK_UPDATE)
 			elog(ERROR, "could not update flow columns");
+		restore_user(saved_uid, saved_sec);
 		flow->columns = selection;
 		CommandCounterIncrement();
 	}
-	restore_user(saved_uid, saved_sec);
 }
 
 /* Running, refreshing, skipping, pausing and dropping need ownership. */

@@ -186,7 +186,9 @@ run_apply(FlowDef *flow, Tuplestorestate *batch, TupleDesc bdesc, RunMetrics *m,
 
 /*
  * Capture and apply everything available to one (locked) flow, and record
- * its progress.
+ * its progress.  All of it runs as the flow's owner under a
+ * security-restricted operation, whoever called; only autocdc's own
+ * catalog is read and written as autocdc.
  */
 static void
 run_one(FlowDef *flow, RunMetrics *m, bool refresh, bool touch_all)
@@ -195,7 +197,10 @@ run_one(FlowDef *flow, RunMetrics *m, bool refresh, bool touch_all)
 	Tuplestorestate *batch;
 	TimestampTz started = GetCurrentTimestamp();
 	bool		have_batch = true;
+	Oid			saved_uid;
+	int			saved_sec;
 
+	become_owner(flow->owner, &saved_uid, &saved_sec);
 	(void) run_prepare(flow, refresh, false);
 	batch = new_batch(flow, &bdesc);
 	if (flow->once)
@@ -213,6 +218,7 @@ run_one(FlowDef *flow, RunMetrics *m, bool refresh, bool touch_all)
 	else
 		(void) source_capture(flow, batch, bdesc, m);
 	run_apply(flow, batch, bdesc, m, have_batch, touch_all, started, true);
+	restore_user(saved_uid, saved_sec);
 }
 
 /* ----------------------------------------------------------------
@@ -291,6 +297,9 @@ run_guarded(PassFlow *pf, void (*fn) (PassFlow *pf))
 static void
 pass_prepare(PassFlow *pf)
 {
+	Oid			saved_uid;
+	int			saved_sec;
+
 	pf->flow = catalog_load_flow(pf->name, true, true);
 	if (pf->flow == NULL)
 		return;
@@ -304,7 +313,9 @@ pass_prepare(PassFlow *pf)
 		}
 		return;
 	}
+	become_owner(pf->flow->owner, &saved_uid, &saved_sec);
 	pf->ready = run_prepare(pf->flow, false, true);
+	restore_user(saved_uid, saved_sec);
 	if (pf->ready)
 	{
 		pf->capture.flow = pf->flow;

@@ -804,8 +804,7 @@ distinct_clause(const char *col, Oid typid)
 static char *
 events_sql(FlowDef *flow, Oid rel, const char *vliteral, bool full)
 {
-	Oid			staterel = get_relname_relid(state_table_name(flow->target_id),
-											 get_namespace_oid(AUTOCDC_STATE_SCHEMA, false));
+	Oid			staterel = catalog_state_relid(flow->target_id);
 	Relation	sr;
 	TupleDesc	sdesc;
 	StringInfoData sel,
@@ -1020,9 +1019,13 @@ void
 snapshot_run(FlowDef *flow, RunMetrics *m)
 {
 	TimestampTz started = GetCurrentTimestamp();
+	Oid			saved_uid;
+	int			saved_sec;
 
+	become_owner(flow->owner, &saved_uid, &saved_sec);
 	(void) do_run(flow, m);
 	catalog_save_progress(flow, m, started, true);
+	restore_user(saved_uid, saved_sec);
 }
 
 /*
@@ -1037,7 +1040,10 @@ snapshot_refresh(FlowDef *flow, RunMetrics *m)
 	TimestampTz started = GetCurrentTimestamp();
 	Oid			saved_uid;
 	int			saved_sec;
+	Oid			run_uid;
+	int			run_sec;
 
+	become_owner(flow->owner, &run_uid, &run_sec);
 	*flow = *catalog_load_flow(flow->name, true, false);	/* see do_run */
 	if (flow->target_id != 0)
 	{
@@ -1060,4 +1066,5 @@ snapshot_refresh(FlowDef *flow, RunMetrics *m)
 		restore_user(saved_uid, saved_sec);
 	}
 	catalog_save_progress(flow, m, started, true);
+	restore_user(run_uid, run_sec);
 }

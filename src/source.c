@@ -664,8 +664,7 @@ capture_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 static void
 forget_historic_relcache(FlowDef *flow)
 {
-	Oid			state = get_relname_relid(state_table_name(flow->target_id),
-										  get_namespace_oid(AUTOCDC_STATE_SCHEMA, false));
+	Oid			state = catalog_state_relid(flow->target_id);
 
 	CacheInvalidateRelcacheByRelid(flow->target);
 	if (OidIsValid(state))
