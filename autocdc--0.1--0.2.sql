@@ -2,3 +2,112 @@
 
 -- complain if script is sourced in psql, rather than via ALTER EXTENSION
 \echo Use "ALTER EXTENSION autocdc UPDATE TO '0.2'" to load this file. \quit
+
+/*
+ * Internal functions live in a schema of their own.  Those that autocdc's
+ * views and its own queries call as the querying role or the flow's owner
+ * stay executable by everyone (each checks its arguments and its calling
+ * context); the others are not executable by PUBLIC.
+ */
+CREATE SCHEMA autocdc_internal;
+GRANT USAGE ON SCHEMA autocdc_internal TO PUBLIC;
+ALTER FUNCTION autocdc._check_server() SET SCHEMA autocdc_internal;
+REVOKE ALL ON FUNCTION autocdc_internal._check_server() FROM PUBLIC;
+ALTER FUNCTION autocdc._batch_support(internal) SET SCHEMA autocdc_internal;
+ALTER FUNCTION autocdc._batch(anyelement) SET SCHEMA autocdc_internal;
+ALTER FUNCTION autocdc._events(anyelement) SET SCHEMA autocdc_internal;
+ALTER FUNCTION autocdc._rows(anyelement) SET SCHEMA autocdc_internal;
+ALTER FUNCTION autocdc._keys() SET SCHEMA autocdc_internal;
+ALTER FUNCTION autocdc._slot_info() SET SCHEMA autocdc_internal;
+ALTER FUNCTION autocdc._snapshot_check(text, text, bigint, text, boolean) SET SCHEMA autocdc_internal;
+ALTER FUNCTION autocdc._call_handler() SET SCHEMA autocdc_internal;
+ALTER FUNCTION autocdc._inline_handler(internal) SET SCHEMA autocdc_internal;
+ALTER FUNCTION autocdc._validator(oid) SET SCHEMA autocdc_internal;
+ALTER FUNCTION autocdc._drop_guard() SET SCHEMA autocdc_internal;
+REVOKE ALL ON FUNCTION autocdc_internal._drop_guard() FROM PUBLIC;
+
+/*
+ * Flows get an id: the error kept in shared memory and the run log name a
+ * flow by id (names can be long and alike, and a name can be reused by
+ * another owner after a drop).
+ */
+ALTER TABLE autocdc.flow ADD COLUMN id serial UNIQUE;
+SELECT pg_catalog.pg_extension_config_dump('autocdc.flow_id_seq', '');
+ALTER TABLE autocdc.flow_run_log ADD COLUMN flow_id int;
+UPDATE autocdc.flow_run_log r SET flow_id = f.id FROM autocdc.flow f WHERE f.name = r.flow;
+DROP INDEX autocdc.flow_run_log_flow_id_idx;
+CREATE INDEX ON autocdc.flow_run_log (flow_id, id);
+
+DROP VIEW autocdc.flows;
+DROP VIEW autocdc.flow_runs;
+DROP FUNCTION autocdc._pending_errors();
+
+-- failed runs whose error is still in shared memory (the view shows them at once)
+CREATE FUNCTION autocdc_internal._pending_errors(OUT flow_id int, OUT error text, OUT at timestamptz)
+	RETURNS SETOF record
+	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'autocdc_pending_flow_errors';
+
+CREATE VIEW autocdc.flows AS
+SELECT f.name,
+	   f.owner,
+	   f.kind,
+	   f.source_text AS source,
+	   t.relid AS target,
+	   f.scd_type,
+	   f.continuous,
+	   CASE
+		   WHEN f.paused THEN 'paused'
+		   WHEN s.progress IS NOT NULL AND NOT f.once
+			AND (sl.slot_name IS NULL OR s.slot_name IS DISTINCT FROM sl.slot_name::text
+				 OR s.progress < sl.confirmed_flush) THEN 'needs_resync'
+		   WHEN pe.error IS NOT NULL OR s.last_error IS NOT NULL THEN 'error'
+		   WHEN EXISTS (SELECT FROM pg_catalog.pg_locks k
+						 WHERE k.locktype = 'advisory' AND k.granted
+						   AND k.database = (SELECT d.oid FROM pg_catalog.pg_database d
+											  WHERE d.datname = pg_catalog.current_database())
+						   AND k.classid = (pg_catalog.hashtext(f.name COLLATE "C")::bigint & 4294967295)::text::oid
+						   AND k.objid = 1633903715 AND k.objsubid = 3) THEN 'running'
+		   ELSE 'idle'
+	   END AS state,
+	   coalesce(pe.error, s.last_error) AS last_error,
+	   CASE WHEN pe.error IS NOT NULL THEN pe.at ELSE s.last_error_at END AS last_error_at,
+	   s.retry_at,
+	   s.last_run_at,
+	   s.num_events,
+	   s.num_upserted_rows,
+	   s.num_deleted_rows,
+	   s.num_skipped_events,
+	   CASE WHEN sl.restart_lsn IS NOT NULL AND NOT f.once AND f.kind = 'cdc'
+			THEN pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(),
+				 least(sl.restart_lsn, coalesce(s.progress, sl.restart_lsn)))::bigint
+	   END AS retained_wal_bytes,
+	   (SELECT pg_catalog.pg_total_relation_size(c.oid)
+		  FROM pg_catalog.pg_class c
+		 WHERE c.relnamespace = 'autocdc_state'::regnamespace
+		   AND c.relname = 'target_' || t.id) AS hidden_state_bytes,
+	   CASE WHEN s.last_commit_at IS NOT NULL AND s.progress IS NOT NULL
+			 AND s.progress < pg_catalog.pg_current_wal_flush_lsn()
+			THEN pg_catalog.now() - s.last_commit_at
+	   END AS lag_time
+  FROM autocdc.flow f
+  LEFT JOIN autocdc.target t ON t.id = f.target_id
+  LEFT JOIN autocdc.flow_state s ON s.name = f.name
+  LEFT JOIN autocdc_internal._slot_info() sl ON true
+  LEFT JOIN LATERAL (SELECT p.error, p.at FROM autocdc_internal._pending_errors() p
+					  WHERE p.flow_id = f.id ORDER BY p.at DESC LIMIT 1) pe ON true
+ WHERE pg_catalog.pg_has_role(CURRENT_USER, f.owner, 'USAGE')
+	OR pg_catalog.pg_has_role(CURRENT_USER, 'pg_read_all_stats', 'USAGE');
+
+/*
+ * The run log.  Errors can quote source values, so each role sees the runs
+ * of the flows it may act for (and monitoring roles see all).
+ */
+CREATE VIEW autocdc.flow_runs AS
+SELECT r.id, r.flow, r.started_at, r.finished_at, r.num_events, r.num_upserted_rows,
+	   r.num_deleted_rows, r.num_skipped_events, r.status, r.error
+  FROM autocdc.flow_run_log r
+ WHERE pg_catalog.pg_has_role(CURRENT_USER, 'pg_read_all_stats', 'USAGE')
+	OR EXISTS (SELECT FROM autocdc.flow f
+				WHERE f.id = r.flow_id AND pg_catalog.pg_has_role(CURRENT_USER, f.owner, 'USAGE'));
+
+GRANT SELECT ON autocdc.flows, autocdc.flow_runs TO PUBLIC;

@@ -3,9 +3,19 @@
 -- complain if script is sourced in psql, rather than via CREATE EXTENSION
 \echo Use "CREATE EXTENSION autocdc" to load this file. \quit
 
-CREATE FUNCTION autocdc._check_server() RETURNS void
+/*
+ * Internal functions live in a schema of their own.  Those that autocdc's
+ * views and its own queries call as the querying role or the flow's owner
+ * stay executable by everyone (each checks its arguments and its calling
+ * context); the others are not executable by PUBLIC.
+ */
+CREATE SCHEMA autocdc_internal;
+GRANT USAGE ON SCHEMA autocdc_internal TO PUBLIC;
+
+CREATE FUNCTION autocdc_internal._check_server() RETURNS void
 	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'autocdc_check_server';
-SELECT autocdc._check_server();
+REVOKE ALL ON FUNCTION autocdc_internal._check_server() FROM PUBLIC;
+SELECT autocdc_internal._check_server();
 
 /*
  * Hidden per-target state lives in this schema (one table per target, owned
@@ -46,6 +56,7 @@ CREATE TABLE autocdc.target (
 );
 
 CREATE TABLE autocdc.flow (
+	id			serial UNIQUE,	-- how shared memory and the run log name a flow
 	name		text PRIMARY KEY,
 	owner		regrole NOT NULL,
 	kind		text NOT NULL DEFAULT 'cdc' CHECK (kind IN ('cdc', 'snapshot')),
@@ -99,6 +110,7 @@ CREATE TABLE autocdc.flow_state (
 CREATE TABLE autocdc.flow_run_log (
 	id			bigserial PRIMARY KEY,
 	flow		text NOT NULL,
+	flow_id		int,			-- autocdc.flow.id
 	started_at	timestamptz NOT NULL,
 	finished_at timestamptz,
 	num_events	bigint,
@@ -108,11 +120,12 @@ CREATE TABLE autocdc.flow_run_log (
 	status		text NOT NULL,
 	error		text
 );
-CREATE INDEX ON autocdc.flow_run_log (flow, id);
+CREATE INDEX ON autocdc.flow_run_log (flow_id, id);
 
 SELECT pg_catalog.pg_extension_config_dump('autocdc.target', '');
 SELECT pg_catalog.pg_extension_config_dump('autocdc.target_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('autocdc.flow', '');
+SELECT pg_catalog.pg_extension_config_dump('autocdc.flow_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('autocdc.flow_state', '');
 SELECT pg_catalog.pg_extension_config_dump('autocdc.flow_run_log', '');
 SELECT pg_catalog.pg_extension_config_dump('autocdc.flow_run_log_id_seq', '');
@@ -123,31 +136,28 @@ SELECT pg_catalog.pg_extension_config_dump('autocdc.flow_run_log_id_seq', '');
 
 -- rows of the batch being applied in this backend: (lsn, ord, the source's
 -- columns), given by a column definition list; the argument names the source type
-CREATE FUNCTION autocdc._batch_support(internal) RETURNS internal
+CREATE FUNCTION autocdc_internal._batch_support(internal) RETURNS internal
 	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'autocdc_batch_support';
-CREATE FUNCTION autocdc._batch(anyelement)
+CREATE FUNCTION autocdc_internal._batch(anyelement)
 	RETURNS SETOF record
-	LANGUAGE C SUPPORT autocdc._batch_support
+	LANGUAGE C SUPPORT autocdc_internal._batch_support
 	AS 'MODULE_PATHNAME', 'autocdc_batch';
 -- classified events of the batch (rows of the state table type)
-CREATE FUNCTION autocdc._events(anyelement) RETURNS SETOF anyelement
-	LANGUAGE C SUPPORT autocdc._batch_support
+CREATE FUNCTION autocdc_internal._events(anyelement) RETURNS SETOF anyelement
+	LANGUAGE C SUPPORT autocdc_internal._batch_support
 	AS 'MODULE_PATHNAME', 'autocdc_events';
 -- rows computed by the fold, to be inserted (target or state row type)
-CREATE FUNCTION autocdc._rows(anyelement) RETURNS SETOF anyelement
-	LANGUAGE C SUPPORT autocdc._batch_support
+CREATE FUNCTION autocdc_internal._rows(anyelement) RETURNS SETOF anyelement
+	LANGUAGE C SUPPORT autocdc_internal._batch_support
 	AS 'MODULE_PATHNAME', 'autocdc_rows';
 
 -- distinct keys of the run's events (column definition list given by the caller)
-CREATE FUNCTION autocdc._keys() RETURNS SETOF record
-	LANGUAGE C SUPPORT autocdc._batch_support
+CREATE FUNCTION autocdc_internal._keys() RETURNS SETOF record
+	LANGUAGE C SUPPORT autocdc_internal._batch_support
 	AS 'MODULE_PATHNAME', 'autocdc_keys';
 
-CREATE FUNCTION autocdc._pending_errors(OUT flow text, OUT error text, OUT at timestamptz)
-	RETURNS SETOF record
-	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'autocdc_pending_errors';
 
-CREATE FUNCTION autocdc._slot_info(OUT slot_name name, OUT confirmed_flush pg_lsn,
+CREATE FUNCTION autocdc_internal._slot_info(OUT slot_name name, OUT confirmed_flush pg_lsn,
 	OUT restart_lsn pg_lsn)
 	RETURNS record
 	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'autocdc_slot_info';
@@ -185,7 +195,7 @@ CREATE FUNCTION autocdc.create_snapshot_flow(
 	RETURNS text
 	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_create_snapshot_flow';
 -- counts a snapshot's rows and refuses duplicate or null keys (inside the comparison query)
-CREATE FUNCTION autocdc._snapshot_check(flow text, snapshot text, nrows bigint,
+CREATE FUNCTION autocdc_internal._snapshot_check(flow text, snapshot text, nrows bigint,
 	duplicate_key text, null_key boolean)
 	RETURNS boolean
 	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_snapshot_check';
@@ -214,6 +224,73 @@ CREATE FUNCTION autocdc.pause_flow(name text) RETURNS void
 	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_pause_flow';
 CREATE FUNCTION autocdc.resume_flow(name text) RETURNS void
 	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_resume_flow';
+
+GRANT USAGE ON SCHEMA autocdc TO PUBLIC;
+-- state tables are owned by their targets' owners; the schema must be reachable
+GRANT USAGE ON SCHEMA autocdc_state TO PUBLIC;
+REVOKE ALL ON autocdc.flow, autocdc.flow_state, autocdc.target, autocdc.flow_run_log FROM PUBLIC;
+
+/*
+ * DROP TABLE of a flow's source or target is refused (SPEC §4): the flow
+ * would be left pointing at nothing.  drop_flow(name, true) removes the
+ * catalog rows first, so it passes.
+ */
+CREATE FUNCTION autocdc_internal._drop_guard() RETURNS event_trigger
+	LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS
+$$
+DECLARE
+	r record;
+	f text;
+BEGIN
+	IF pg_catalog.to_regclass('autocdc.flow') IS NULL THEN
+		RETURN;					-- the extension itself is being dropped
+	END IF;
+	FOR r IN SELECT * FROM pg_catalog.pg_event_trigger_dropped_objects()
+			  WHERE classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND objsubid = 0
+	LOOP
+		SELECT fl.name INTO f FROM autocdc.flow fl JOIN autocdc.target t ON t.id = fl.target_id
+		 WHERE fl.source::pg_catalog.oid = r.objid OR t.relid::pg_catalog.oid = r.objid
+		 ORDER BY fl.name LIMIT 1;
+		IF f IS NOT NULL THEN
+			RAISE EXCEPTION 'cannot drop % % because flow "%" uses it', r.object_type, r.object_identity, f
+				USING ERRCODE = 'dependent_objects_still_exist',
+					  HINT = pg_catalog.format('Drop the flow first with SELECT autocdc.drop_flow(%L).', f);
+		END IF;
+	END LOOP;
+END;
+$$;
+REVOKE ALL ON FUNCTION autocdc_internal._drop_guard() FROM PUBLIC;
+CREATE EVENT TRIGGER autocdc_drop_guard ON sql_drop
+	EXECUTE FUNCTION autocdc_internal._drop_guard();
+
+/*
+ * The statement form (SPEC §3.1): a trusted language whose DO blocks run
+ * CREATE FLOW / APPLY CHANGES INTO / CREATE STREAMING TABLE / DROP FLOW, and
+ * the same parser behind autocdc.execute() for drivers and scripts.
+ */
+CREATE FUNCTION autocdc_internal._call_handler() RETURNS language_handler
+	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_call_handler';
+CREATE FUNCTION autocdc_internal._inline_handler(internal) RETURNS void
+	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'autocdc_inline_handler';
+CREATE FUNCTION autocdc_internal._validator(oid) RETURNS void
+	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'autocdc_validator';
+CREATE TRUSTED LANGUAGE autocdc
+	HANDLER autocdc_internal._call_handler
+	INLINE autocdc_internal._inline_handler
+	VALIDATOR autocdc_internal._validator;
+COMMENT ON LANGUAGE autocdc IS 'autocdc statements: DO LANGUAGE autocdc $$ CREATE FLOW ... $$';
+
+CREATE FUNCTION autocdc.execute(statements text) RETURNS SETOF text
+	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_execute';
+
+/* ---------------------------------------------------------------- */
+/* views                                                            */
+/* ---------------------------------------------------------------- */
+
+-- failed runs whose error is still in shared memory (the view shows them at once)
+CREATE FUNCTION autocdc_internal._pending_errors(OUT flow_id int, OUT error text, OUT at timestamptz)
+	RETURNS SETOF record
+	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'autocdc_pending_flow_errors';
 
 CREATE VIEW autocdc.flows AS
 SELECT f.name,
@@ -260,9 +337,9 @@ SELECT f.name,
   FROM autocdc.flow f
   LEFT JOIN autocdc.target t ON t.id = f.target_id
   LEFT JOIN autocdc.flow_state s ON s.name = f.name
-  LEFT JOIN autocdc._slot_info() sl ON true
-  LEFT JOIN LATERAL (SELECT p.error, p.at FROM autocdc._pending_errors() p
-					  WHERE p.flow = f.name ORDER BY p.at DESC LIMIT 1) pe ON true
+  LEFT JOIN autocdc_internal._slot_info() sl ON true
+  LEFT JOIN LATERAL (SELECT p.error, p.at FROM autocdc_internal._pending_errors() p
+					  WHERE p.flow_id = f.id ORDER BY p.at DESC LIMIT 1) pe ON true
  WHERE pg_catalog.pg_has_role(CURRENT_USER, f.owner, 'USAGE')
 	OR pg_catalog.pg_has_role(CURRENT_USER, 'pg_read_all_stats', 'USAGE');
 
@@ -276,62 +353,6 @@ SELECT r.id, r.flow, r.started_at, r.finished_at, r.num_events, r.num_upserted_r
   FROM autocdc.flow_run_log r
  WHERE pg_catalog.pg_has_role(CURRENT_USER, 'pg_read_all_stats', 'USAGE')
 	OR EXISTS (SELECT FROM autocdc.flow f
-				WHERE f.name = r.flow AND pg_catalog.pg_has_role(CURRENT_USER, f.owner, 'USAGE'));
+				WHERE f.id = r.flow_id AND pg_catalog.pg_has_role(CURRENT_USER, f.owner, 'USAGE'));
 
-GRANT USAGE ON SCHEMA autocdc TO PUBLIC;
--- state tables are owned by their targets' owners; the schema must be reachable
-GRANT USAGE ON SCHEMA autocdc_state TO PUBLIC;
 GRANT SELECT ON autocdc.flows, autocdc.flow_runs TO PUBLIC;
-REVOKE ALL ON autocdc.flow, autocdc.flow_state, autocdc.target, autocdc.flow_run_log FROM PUBLIC;
-
-/*
- * DROP TABLE of a flow's source or target is refused (SPEC §4): the flow
- * would be left pointing at nothing.  drop_flow(name, true) removes the
- * catalog rows first, so it passes.
- */
-CREATE FUNCTION autocdc._drop_guard() RETURNS event_trigger
-	LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS
-$$
-DECLARE
-	r record;
-	f text;
-BEGIN
-	IF pg_catalog.to_regclass('autocdc.flow') IS NULL THEN
-		RETURN;					-- the extension itself is being dropped
-	END IF;
-	FOR r IN SELECT * FROM pg_catalog.pg_event_trigger_dropped_objects()
-			  WHERE classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND objsubid = 0
-	LOOP
-		SELECT fl.name INTO f FROM autocdc.flow fl JOIN autocdc.target t ON t.id = fl.target_id
-		 WHERE fl.source::pg_catalog.oid = r.objid OR t.relid::pg_catalog.oid = r.objid
-		 ORDER BY fl.name LIMIT 1;
-		IF f IS NOT NULL THEN
-			RAISE EXCEPTION 'cannot drop % % because flow "%" uses it', r.object_type, r.object_identity, f
-				USING ERRCODE = 'dependent_objects_still_exist',
-					  HINT = pg_catalog.format('Drop the flow first with SELECT autocdc.drop_flow(%L).', f);
-		END IF;
-	END LOOP;
-END;
-$$;
-CREATE EVENT TRIGGER autocdc_drop_guard ON sql_drop
-	EXECUTE FUNCTION autocdc._drop_guard();
-
-/*
- * The statement form (SPEC §3.1): a trusted language whose DO blocks run
- * CREATE FLOW / APPLY CHANGES INTO / CREATE STREAMING TABLE / DROP FLOW, and
- * the same parser behind autocdc.execute() for drivers and scripts.
- */
-CREATE FUNCTION autocdc._call_handler() RETURNS language_handler
-	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_call_handler';
-CREATE FUNCTION autocdc._inline_handler(internal) RETURNS void
-	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'autocdc_inline_handler';
-CREATE FUNCTION autocdc._validator(oid) RETURNS void
-	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'autocdc_validator';
-CREATE TRUSTED LANGUAGE autocdc
-	HANDLER autocdc._call_handler
-	INLINE autocdc._inline_handler
-	VALIDATOR autocdc._validator;
-COMMENT ON LANGUAGE autocdc IS 'autocdc statements: DO LANGUAGE autocdc $$ CREATE FLOW ... $$';
-
-CREATE FUNCTION autocdc.execute(statements text) RETURNS SETOF text
-	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_execute';

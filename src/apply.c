@@ -179,6 +179,7 @@ typedef struct KeyEntry
 	bool		done;			/* folded */
 } KeyEntry;
 
+static char *qualified(Oid relid);
 static void put_state_row(ApplyCtx *a, Tuplestorestate *ts, Datum *dvals, bool *dnulls,
 						  Datum seq, XLogRecPtr lsn, int64 ord, char kind);
 static HeapTuple form_state_tuple(ApplyCtx *a, Datum *dvals, bool *dnulls,
@@ -341,8 +342,20 @@ apply_setup(ApplyCtx *a, FlowDef *flow)
 			a->dattno[a->ndata++] = i;
 	}
 	for (i = 0; i < 5; i++)
-		if (a->bk[i] < 0)
-			elog(ERROR, "hidden state of flow \"%s\" is damaged", flow->name);
+	{
+		static const Oid bktypes[5] = {InvalidOid, LSNOID, INT8OID, CHAROID, TIMESTAMPTZOID};
+		Oid			want = i == 0 ? flow->seq_type : bktypes[i];
+
+		if (a->bk[i] < 0 || TupleDescAttr(a->sdesc, a->bk[i])->atttypid != want)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+					 errmsg("hidden state %s of flow \"%s\" has been altered",
+							qualified(a->staterel), flow->name),
+					 errdetail("Its bookkeeping column %s is missing or has another type.",
+							   i == 0 ? "__autocdc_seq" : i == 1 ? "__autocdc_lsn" :
+							   i == 2 ? "__autocdc_ord" : i == 3 ? "__autocdc_kind" : "__autocdc_at"),
+					 errhint("Drop the flow and create it again.")));
+	}
 	a->dnames = palloc(sizeof(char *) * a->ndata);
 	a->dtypes = palloc(sizeof(Oid) * a->ndata);
 	a->dcolls = palloc(sizeof(Oid) * a->ndata);
@@ -416,6 +429,17 @@ apply_setup(ApplyCtx *a, FlowDef *flow)
 			for (j = 0; j < a->ndata; j++)
 				if (strcmp(NameStr(att->attname), a->dnames[j]) == 0)
 					a->tmap[i] = j;
+
+		/* target rows are formed from the state's values: the types must agree */
+		if ((a->tmap[i] >= 0 && att->atttypid != a->dtypes[a->tmap[i]]) ||
+			((a->tmap[i] == -1 || a->tmap[i] == -2) && att->atttypid != flow->seq_type))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("column \"%s\" of target \"%s\" has type %s, but flow \"%s\" writes type %s",
+							NameStr(att->attname), get_rel_name(flow->target),
+							format_type_be(att->atttypid), flow->name,
+							format_type_be(a->tmap[i] >= 0 ? a->dtypes[a->tmap[i]] : flow->seq_type)),
+					 errhint("Change the column back, or drop the flow and create it again.")));
 	}
 }
 
@@ -602,6 +626,33 @@ typedef struct ClassifyScan
 	bool	   *nulls;
 } ClassifyScan;
 
+/*
+ * The classifying query's rows become hidden-state rows as they are: their
+ * types must be the state's (data columns, sequence, lsn, ord, kind).  A
+ * source or state column retyped since the run began would otherwise be
+ * misread.
+ */
+static void
+check_event_shape(ApplyCtx *a, TupleDesc desc)
+{
+	int			i;
+	bool		ok = desc->natts == a->ndata + 4;
+
+	for (i = 0; ok && i < a->ndata; i++)
+		ok = TupleDescAttr(desc, i)->atttypid == a->dtypes[i];
+	ok = ok && TupleDescAttr(desc, a->ndata)->atttypid == a->flow->seq_type &&
+		TupleDescAttr(desc, a->ndata + 1)->atttypid == LSNOID &&
+		TupleDescAttr(desc, a->ndata + 2)->atttypid == INT8OID &&
+		TupleDescAttr(desc, a->ndata + 3)->atttypid == CHAROID;
+	if (!ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("flow \"%s\": the columns of its source no longer match its hidden state %s",
+						a->flow->name, qualified(a->staterel)),
+				 errhint("Run SELECT autocdc.full_refresh(%s), or drop the flow and create it again.",
+						 quote_literal_cstr(a->flow->name))));
+}
+
 /* Validate one classified row and store it as an event. */
 static void
 classify_row(HeapTuple tup, TupleDesc desc, void *arg)
@@ -616,6 +667,8 @@ classify_row(HeapTuple tup, TupleDesc desc, void *arg)
 	int			i;
 	bool		isnull;
 
+	if (cs->n == 0)
+		check_event_shape(a, desc);
 	heap_deform_tuple(tup, desc, values, nulls);
 	kind = DatumGetChar(values[a->ndata + 3]);
 	lsn = DatumGetLSN(values[a->ndata + 1]);
@@ -722,7 +775,7 @@ classify_sql(ApplyCtx *a)
 	}
 	appendStringInfo(&sql, "(%s)::%s, s.__autocdc_lsn, s.__autocdc_ord, "
 					 "(CASE WHEN (%s) THEN 't' WHEN (%s) THEN 'd' ELSE 'u' END)::pg_catalog.\"char\" "
-					 "FROM autocdc._batch(NULL::%s) AS s(",
+					 "FROM autocdc_internal._batch(NULL::%s) AS s(",
 					 f->sequence_by, format_type_be_qualified(f->seq_type),
 					 f->truncates ? f->truncates : "false",
 					 f->deletes ? f->deletes : "false",
@@ -1205,7 +1258,7 @@ key_row(HeapTuple tup, TupleDesc desc, void *arg)
 
 /*
  * Collect the distinct keys of the run's events into a tuplestore exposed
- * as autocdc._keys(), and return the join clause restricting a scan "x" to
+ * as autocdc_internal._keys(), and return the join clause restricting a scan "x" to
  * them.  Knowing the exact number of keys lets the planner choose between
  * index probes and a hash join.
  */
@@ -1244,7 +1297,7 @@ touched_keys_join(ApplyCtx *a)
 		/* gathered while classifying */
 		batch_set(BATCH_KEYS, a->keyts, a->keydesc, InvalidOid, a->nkeys_distinct, 2);
 		a->njoinkeys = a->nkeys_distinct;
-		return psprintf(" JOIN autocdc._keys() AS k(%s) ON %s", coldefs.data, cond.data);
+		return psprintf(" JOIN autocdc_internal._keys() AS k(%s) ON %s", coldefs.data, cond.data);
 	}
 	old = MemoryContextSwitchTo(a->cxt);
 	ts = tuplestore_begin_heap(false, false, work_mem);
@@ -1254,14 +1307,14 @@ touched_keys_join(ApplyCtx *a)
 	kr.desc = desc;
 	kr.n = 0;
 	initStringInfo(&sql);
-	appendStringInfo(&sql, "SELECT DISTINCT %s FROM autocdc._events(NULL::%s) e "
+	appendStringInfo(&sql, "SELECT DISTINCT %s FROM autocdc_internal._events(NULL::%s) e "
 					 "WHERE e.__autocdc_kind OPERATOR(pg_catalog.<>) 't'",
 					 data_list(a, "e.", true), format_type_be_qualified(a->stype));
 	spi_foreach(sql.data, true, key_row, NULL, &kr);
 	n = kr.n;
 	batch_set(BATCH_KEYS, ts, desc, InvalidOid, n, 2);	/* target and state joins */
 	a->njoinkeys = n;
-	return psprintf(" JOIN autocdc._keys() AS k(%s) ON %s", coldefs.data, cond.data);
+	return psprintf(" JOIN autocdc_internal._keys() AS k(%s) ON %s", coldefs.data, cond.data);
 }
 
 /*
@@ -1451,17 +1504,30 @@ delete_tids(Oid relid, ItemPointerData *tids, int n)
 		elog(ERROR, "could not delete rows of %s", qualified(relid));
 }
 
-/* Insert the rows of a tuplestore of relid's row type. */
+/*
+ * Insert the fold's rows (a tuplestore of the target's row type) into the
+ * target.  Only the columns the flow writes are named, so that columns a
+ * user added to the target get their defaults (and generated columns their
+ * values) instead of NULL.
+ */
 static void
-insert_rows(Oid relid, Oid rowtype, Tuplestorestate *ts, TupleDesc desc, int64 n)
+insert_rows(ApplyCtx *a)
 {
 	char	   *sql;
+	StringInfoData cols;
+	int			i;
+	Oid			relid = a->flow->target;
 
-	if (n == 0)
+	if (a->ntins == 0)
 		return;
-	batch_set(BATCH_ROWS, ts, desc, rowtype, n, 1);	/* the INSERT frees it */
-	sql = psprintf("INSERT INTO %s SELECT * FROM autocdc._rows(NULL::%s)",
-				   qualified(relid), format_type_be_qualified(rowtype));
+	initStringInfo(&cols);
+	for (i = 0; i < a->tdesc->natts; i++)
+		if (a->tmap[i] != -3)
+			appendStringInfo(&cols, "%s%s", cols.len ? ", " : "",
+							 quote_identifier(NameStr(TupleDescAttr(a->tdesc, i)->attname)));
+	batch_set(BATCH_ROWS, a->tins, a->tdesc, a->ttype, a->ntins, 1);	/* the INSERT frees it */
+	sql = psprintf("INSERT INTO %s (%s) SELECT %s FROM autocdc_internal._rows(NULL::%s)",
+				   qualified(relid), cols.data, cols.data, format_type_be_qualified(a->ttype));
 	if (SPI_execute(sql, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not insert rows into %s", qualified(relid));
 	batch_set(BATCH_ROWS, NULL, NULL, InvalidOid, 0, 0);
@@ -1642,7 +1708,7 @@ apply_common(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all,
 		appendStringInfo(&sql,
 						 "UNION ALL "
 						 "SELECT 2, NULL::pg_catalog.tid, %s, x.__autocdc_seq, NULL::%s, x.__autocdc_lsn, "
-						 "x.__autocdc_ord, x.__autocdc_kind, 1 FROM autocdc._events(NULL::%s) x "
+						 "x.__autocdc_ord, x.__autocdc_kind, 1 FROM autocdc_internal._events(NULL::%s) x "
 						 "WHERE x.__autocdc_kind OPERATOR(pg_catalog.<>) 't' ",
 						 data_list(&a, "x.", false), seqtype, format_type_be_qualified(a.stype));
 	appendStringInfo(&sql, "ORDER BY %s, __grp, %d, %d, %d",
@@ -1700,7 +1766,7 @@ apply_common(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all,
 	t2 = GetCurrentTimestamp();
 	/* write the differences */
 	delete_tids(flow->target, a.tdel, a.ntdel);
-	insert_rows(flow->target, a.ttype, a.tins, a.tdesc, a.ntins);
+	insert_rows(&a);
 
 	/*
 	 * Hidden-state changes are marked as not to be replicated, so that

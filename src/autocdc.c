@@ -30,6 +30,7 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
@@ -47,16 +48,19 @@
 PG_MODULE_MAGIC;
 
 #define PENDING_ERRORS 64
-#define PENDING_NAME_LEN 128
-#define PENDING_MSG_LEN 1024
+#define PENDING_MSG_LEN 2048
 
+/*
+ * A failed run not yet written to the catalog.  The flow is named by its id
+ * (autocdc.flow.id): names can be long and alike, ids are exact.
+ */
 typedef struct PendingError
 {
 	uint64		id;				/* 0: free */
 	Oid			dboid;
+	int32		flow_id;
 	TimestampTz at;
-	char		flow[PENDING_NAME_LEN];
-	char		message[PENDING_MSG_LEN];
+	char		message[PENDING_MSG_LEN];	/* cut at a character boundary */
 } PendingError;
 
 typedef struct AutocdcShared
@@ -90,6 +94,7 @@ void		_PG_init(void);
 
 PG_FUNCTION_INFO_V1(autocdc_check_server);
 PG_FUNCTION_INFO_V1(autocdc_pending_errors);
+PG_FUNCTION_INFO_V1(autocdc_pending_flow_errors);
 PG_FUNCTION_INFO_V1(autocdc_claim_publication);
 
 /* Ask for the shared memory and the lock of the error ring. */
@@ -152,6 +157,7 @@ _PG_init(void)
 							&autocdc_work_mem, 128 * 1024, 64, MAX_KILOBYTES,
 							PGC_USERSET, GUC_UNIT_KB, NULL, NULL, NULL);
 	worker_init();
+	guard_init();
 	MarkGUCPrefixReserved("autocdc");
 }
 
@@ -298,16 +304,22 @@ pending_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	}
 }
 
-/* Keep the error of a failed run of a flow until it can be written down. */
+/*
+ * Keep the error of a failed run of a flow (by its id) until it can be
+ * written down.  A long message is cut at a character boundary, so what is
+ * stored is always valid in the server encoding.
+ */
 void
-autocdc_record_error(const char *flow, const char *message)
+autocdc_record_error(int32 flow_id, const char *message)
 {
 	int			i,
 				victim = 0;
 	TimestampTz oldest = DT_NOEND;
+	int			len;
 
-	if (!shared)
+	if (!shared || flow_id <= 0)
 		return;
+	len = pg_mbcliplen(message, strlen(message), PENDING_MSG_LEN - 1);
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	for (i = 0; i < PENDING_ERRORS; i++)
 	{
@@ -326,9 +338,10 @@ autocdc_record_error(const char *flow, const char *message)
 	}
 	shared->errors[victim].id = shared->next_id++;
 	shared->errors[victim].dboid = MyDatabaseId;
+	shared->errors[victim].flow_id = flow_id;
 	shared->errors[victim].at = GetCurrentTimestamp();
-	strlcpy(shared->errors[victim].flow, flow, PENDING_NAME_LEN);
-	strlcpy(shared->errors[victim].message, message, PENDING_MSG_LEN);
+	memcpy(shared->errors[victim].message, message, len);
+	shared->errors[victim].message[len] = '\0';
 	LWLockRelease(shared->lock);
 }
 
@@ -355,7 +368,7 @@ autocdc_persist_errors(void)
 	for (i = 0; i < n; i++)
 	{
 		Datum		args[3];
-		Oid			types[3] = {TEXTOID, TEXTOID, TIMESTAMPTZOID};
+		Oid			types[3] = {INT4OID, TEXTOID, TIMESTAMPTZOID};
 		MemoryContext old;
 		PersistedId *idp;
 		ListCell   *lc;
@@ -367,21 +380,22 @@ autocdc_persist_errors(void)
 		if (seen)
 			continue;
 
-		args[0] = CStringGetTextDatum(copy[i].flow);
+		args[0] = Int32GetDatum(copy[i].flow_id);
 		args[1] = CStringGetTextDatum(copy[i].message);
 		args[2] = TimestampTzGetDatum(copy[i].at);
 		if (SPI_execute_with_args(
-								  "INSERT INTO autocdc.flow_run_log (flow, started_at, finished_at, status, error) "
-								  "SELECT $1, $3, $3, 'error', $2 "
-								  "WHERE EXISTS (SELECT FROM autocdc.flow WHERE name OPERATOR(pg_catalog.=) $1)",
+								  "INSERT INTO autocdc.flow_run_log (flow, flow_id, started_at, finished_at, status, error) "
+								  "SELECT f.name, f.id, $3, $3, 'error', $2 FROM autocdc.flow f "
+								  "WHERE f.id OPERATOR(pg_catalog.=) $1",
 								  3, types, args, NULL, false, 0) != SPI_OK_INSERT)
 			elog(ERROR, "could not record a failed run");
 		if (SPI_execute_with_args(
-								  "UPDATE autocdc.flow_state SET last_error = $2, last_error_at = $3, "
-								  "retries = retries OPERATOR(pg_catalog.+) 1, "
+								  "UPDATE autocdc.flow_state s SET last_error = $2, last_error_at = $3, "
+								  "retries = s.retries OPERATOR(pg_catalog.+) 1, "
 								  "retry_at = $3 OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => "
-								  "pg_catalog.power(2, least(retries, 8))) "
-								  "WHERE name OPERATOR(pg_catalog.=) $1",
+								  "pg_catalog.power(2, least(s.retries, 8))) "
+								  "FROM autocdc.flow f WHERE f.id OPERATOR(pg_catalog.=) $1 "
+								  "AND s.name OPERATOR(pg_catalog.=) f.name",
 								  3, types, args, NULL, false, 0) != SPI_OK_UPDATE)
 			elog(ERROR, "could not record a failed run");
 
@@ -400,27 +414,44 @@ autocdc_persist_errors(void)
 	}
 }
 
-/* autocdc._pending_errors(): failed runs of this database not yet persisted. */
+/*
+ * autocdc_internal._pending_errors() of autocdc 0.1 (flows by name).  That catalog
+ * is never applied by this library (see autocdc_require_current_catalog),
+ * so none of its flows has a pending error: its views keep working until
+ * ALTER EXTENSION UPDATE.
+ */
 Datum
 autocdc_pending_errors(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	int			i;
+	InitMaterializedSRF(fcinfo, 0);
+	return (Datum) 0;
+}
 
-	PendingError copy[PENDING_ERRORS];
-	int			n = 0;
+/*
+ * autocdc_internal._pending_errors(): the failed runs of this database not
+ * yet written to the catalog (flow id, message, time).  Errors can quote
+ * source values, so each role sees those of the flows it may act for (and
+ * members of pg_read_all_stats see all).
+ */
+Datum
+autocdc_pending_flow_errors(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	PendingError *copy;
+	int			n = 0,
+				i;
 	bool		see_all = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
 
 	InitMaterializedSRF(fcinfo, 0);
 	if (!shared)
 		return (Datum) 0;
+	copy = palloc(sizeof(PendingError) * PENDING_ERRORS);
 	LWLockAcquire(shared->lock, LW_SHARED);
 	for (i = 0; i < PENDING_ERRORS; i++)
 		if (shared->errors[i].id != 0 && shared->errors[i].dboid == MyDatabaseId)
 			copy[n++] = shared->errors[i];
 	LWLockRelease(shared->lock);
 
-	/* errors can quote source values: show a flow's only to who may act for it */
 	if (!see_all && n > 0 && SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	for (i = 0; i < n; i++)
@@ -430,8 +461,8 @@ autocdc_pending_errors(PG_FUNCTION_ARGS)
 
 		if (!see_all)
 		{
-			Datum		arg = CStringGetTextDatum(copy[i].flow);
-			Oid			argtype = TEXTOID;
+			Datum		arg = Int32GetDatum(copy[i].flow_id);
+			Oid			argtype = INT4OID;
 			Oid			saved_uid;
 			int			saved_sec;
 			bool		isnull;
@@ -439,7 +470,7 @@ autocdc_pending_errors(PG_FUNCTION_ARGS)
 
 			become_superuser(&saved_uid, &saved_sec);
 			if (SPI_execute_with_args("SELECT owner::pg_catalog.oid FROM autocdc.flow "
-									  "WHERE name OPERATOR(pg_catalog.=) $1",
+									  "WHERE id OPERATOR(pg_catalog.=) $1",
 									  1, &argtype, &arg, NULL, true, 1) != SPI_OK_SELECT)
 				elog(ERROR, "could not read flow owner");
 			restore_user(saved_uid, saved_sec);
@@ -451,7 +482,7 @@ autocdc_pending_errors(PG_FUNCTION_ARGS)
 			if (!visible)
 				continue;
 		}
-		values[0] = CStringGetTextDatum(copy[i].flow);
+		values[0] = Int32GetDatum(copy[i].flow_id);
 		values[1] = CStringGetTextDatum(copy[i].message);
 		values[2] = TimestampTzGetDatum(copy[i].at);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);

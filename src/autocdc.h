@@ -31,10 +31,12 @@
 
 #define AUTOCDC_PUBLICATION "autocdc_feeds"
 #define AUTOCDC_STATE_SCHEMA "autocdc_state"
+#define AUTOCDC_INTERNAL_SCHEMA "autocdc_internal"
 
 /* A flow as read from the catalog, plus its progress. */
 typedef struct FlowDef
 {
+	int32		id;				/* autocdc.flow.id */
 	char	   *name;
 	Oid			owner;
 	char		kind;			/* 'c' cdc, 's' snapshot */
@@ -97,7 +99,7 @@ extern int	autocdc_decoding_work_mem;
 extern int	autocdc_work_mem;
 extern char *autocdc_installed_version(void);
 extern void autocdc_require_current_catalog(void);
-extern void autocdc_record_error(const char *flow, const char *message);
+extern void autocdc_record_error(int32 flow_id, const char *message);
 extern void autocdc_persist_errors(void);
 
 /* worker.c */
@@ -107,12 +109,21 @@ extern Size worker_shmem_size(void);
 extern void worker_shmem_init(LWLock *lock);
 extern void worker_init(void);
 
+/* guard.c */
+extern void guard_init(void);
+
 /* catalog.c */
 extern FlowDef *catalog_load_flow(const char *name, bool lock, bool missing_ok);
 extern List *catalog_target_flows(int target_id);
 extern void catalog_check_flow_owner(FlowDef *flow);
 extern void catalog_check_flow_objects(FlowDef *flow);
+extern void catalog_check_source(FlowDef *flow);
+extern void catalog_drop_flow(FlowDef *flow, bool drop_target);
 extern Oid	catalog_state_relid(int target_id);
+extern void catalog_refuse_reserved(Oid relid, const char *name, const char *what,
+									bool system);
+extern void catalog_insert_flow(const char *flowname, const char *sql, int nargs, Oid *types,
+								Datum *args, const char *nulls);
 extern void catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz started,
 								  bool log);
 extern void catalog_sync_columns(FlowDef *flow, bool refresh);
@@ -156,6 +167,10 @@ extern void batch_clear(void);
 #define BATCH_COUNT 4
 
 /* run.c */
+extern void run_refuse_while_applying(const char *what);
+extern void run_internal_call(bool begin);
+extern void run_hold_relations(FlowDef *flow, Oid source);
+extern void run_release_relations(void);
 extern bool run_worker_pass(List *names, int64 max_events);
 extern void run_worker_snapshots(List *names);
 extern void advertise_running(FlowDef *flow);

@@ -8,8 +8,8 @@
  * security-restricted operation), so the captured source rows, the
  * classified events and the rows the fold computed live in tuplestores that
  * spill to disk past work_mem, and SQL reads them with
- * autocdc._batch(NULL::feed), autocdc._events(NULL::state) and
- * autocdc._rows(NULL::rowtype).  A planner support function tells the
+ * autocdc_internal._batch(NULL::feed), autocdc_internal._events(NULL::state) and
+ * autocdc_internal._rows(NULL::rowtype).  A planner support function tells the
  * planner how many rows each holds.
  *
  *-------------------------------------------------------------------------
@@ -22,6 +22,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "nodes/supportnodes.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -42,6 +43,7 @@ typedef struct BatchSlot
 	Oid			rowtype;		/* type the caller must ask for */
 	int64		nrows;
 	int			uses;			/* calls left; the last one takes the store */
+	Oid			user;			/* who set it: callers need its privileges */
 } BatchSlot;
 
 static BatchSlot slots[BATCH_COUNT];
@@ -62,6 +64,7 @@ batch_set(int which, Tuplestorestate *ts, TupleDesc desc, Oid rowtype, int64 nro
 	slots[which].rowtype = rowtype;
 	slots[which].nrows = nrows;
 	slots[which].uses = uses;
+	slots[which].user = GetUserId();
 }
 
 /* The row descriptor of a batch (NULL when none is set). */
@@ -78,6 +81,29 @@ batch_clear(void)
 	memset(slots, 0, sizeof(slots));
 }
 
+/* Do two row descriptors describe the same stored tuples? */
+static bool
+same_row_shape(TupleDesc a, TupleDesc b)
+{
+	int			i;
+
+	if (a->natts != b->natts)
+		return false;
+	for (i = 0; i < a->natts; i++)
+	{
+		Form_pg_attribute x = TupleDescAttr(a, i);
+		Form_pg_attribute y = TupleDescAttr(b, i);
+
+		if (x->attisdropped != y->attisdropped)
+			return false;
+		if (!x->attisdropped && x->atttypid != y->atttypid)
+			return false;
+		if (x->attlen != y->attlen || x->attbyval != y->attbyval || x->attalign != y->attalign)
+			return false;
+	}
+	return true;
+}
+
 /* Copy one batch into the result tuplestore of a materialized SRF. */
 static Datum
 batch_return(FunctionCallInfo fcinfo, int which, const char *fname)
@@ -88,18 +114,23 @@ batch_return(FunctionCallInfo fcinfo, int which, const char *fname)
 	TupleTableSlot *slot;
 	int			ptr;
 
-	if (b->ts == NULL || (OidIsValid(b->rowtype) && argtype != b->rowtype))
+	if (b->ts == NULL || (OidIsValid(b->rowtype) && argtype != b->rowtype) ||
+		!has_privs_of_role(GetUserId(), b->user))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("%s() can only be called by autocdc while it applies a flow", fname)));
+	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) ||
+		!(rsinfo->allowedModes & SFRM_Materialize) || rsinfo->expectedDesc == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s() must be called in FROM", fname)));
+	if (!same_row_shape(rsinfo->expectedDesc, b->desc))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("%s() called with another row type than its rows have", fname)));
 	if (--b->uses <= 0)
 	{
 		/* the last call: hand the store over */
-		if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) ||
-			!(rsinfo->allowedModes & SFRM_Materialize) || rsinfo->expectedDesc == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("%s() must be called in FROM", fname)));
 		rsinfo->returnMode = SFRM_Materialize;
 		rsinfo->setResult = b->ts;
 		rsinfo->setDesc = CreateTupleDescCopy(rsinfo->expectedDesc);
@@ -118,32 +149,32 @@ batch_return(FunctionCallInfo fcinfo, int which, const char *fname)
 	return (Datum) 0;
 }
 
-/* autocdc._batch(NULL::feed) AS (lsn, ord, columns...): captured source rows. */
+/* autocdc_internal._batch(NULL::feed) AS (lsn, ord, columns...): captured source rows. */
 Datum
 autocdc_batch(PG_FUNCTION_ARGS)
 {
-	return batch_return(fcinfo, BATCH_SOURCE, "autocdc._batch");
+	return batch_return(fcinfo, BATCH_SOURCE, "autocdc_internal._batch");
 }
 
-/* autocdc._events(NULL::state): classified events of the run. */
+/* autocdc_internal._events(NULL::state): classified events of the run. */
 Datum
 autocdc_events(PG_FUNCTION_ARGS)
 {
-	return batch_return(fcinfo, BATCH_EVENTS, "autocdc._events");
+	return batch_return(fcinfo, BATCH_EVENTS, "autocdc_internal._events");
 }
 
-/* autocdc._rows(NULL::rowtype): rows computed by the fold. */
+/* autocdc_internal._rows(NULL::rowtype): rows computed by the fold. */
 Datum
 autocdc_rows(PG_FUNCTION_ARGS)
 {
-	return batch_return(fcinfo, BATCH_ROWS, "autocdc._rows");
+	return batch_return(fcinfo, BATCH_ROWS, "autocdc_internal._rows");
 }
 
-/* autocdc._keys(): the distinct keys of the run's events (a record set). */
+/* autocdc_internal._keys(): the distinct keys of the run's events (a record set). */
 Datum
 autocdc_keys(PG_FUNCTION_ARGS)
 {
-	return batch_return(fcinfo, BATCH_KEYS, "autocdc._keys");
+	return batch_return(fcinfo, BATCH_KEYS, "autocdc_internal._keys");
 }
 
 /* Planner support: the number of rows each batch function returns. */

@@ -16,9 +16,12 @@
 #include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/xact.h"
+#include "access/xlog.h"
+#include "catalog/catalog.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "commands/dbcommands.h"
 #include "executor/spi.h"
@@ -118,6 +121,11 @@ parse_identifier_array(ArrayType *arr, const char *what)
 
 	if (arr == NULL)
 		return NIL;
+	if (ARR_NDIM(arr) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("%s list must be a one-dimensional array", what),
+				 errhint("Give the names as '{a, b}'.")));
 	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
 	for (i = 0; i < n; i++)
 	{
@@ -483,6 +491,29 @@ resolve_relation(const char *name, RangeVar **rv_out)
 	return RangeVarGetRelid(rv, NoLock, true);
 }
 
+/*
+ * Error if a relation lives in one of autocdc's schemas, or (with system)
+ * is a system catalog or in a schema of PostgreSQL's: no flow writes those,
+ * and a feed's inserts are decoded, which catalogs' are not.
+ */
+void
+catalog_refuse_reserved(Oid relid, const char *name, const char *what, bool system)
+{
+	Oid			nsp = get_rel_namespace(relid);
+	char	   *nspname = get_namespace_name(nsp);
+
+	if ((system && (IsCatalogRelationOid(relid) || IsCatalogNamespace(nsp) ||
+					IsToastNamespace(nsp) ||
+					(nspname && strcmp(nspname, "information_schema") == 0))) ||
+		(nspname && (strcmp(nspname, "autocdc") == 0 ||
+					 strcmp(nspname, AUTOCDC_STATE_SCHEMA) == 0 ||
+					 strcmp(nspname, AUTOCDC_INTERNAL_SCHEMA) == 0)))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("%s \"%s\" is a system or autocdc table", what, name),
+				 errhint("Flows read and write tables of your own schemas.")));
+}
+
 /* Check a feed relation's kind and persistence. */
 static void
 check_source_relation(Oid relid, const char *name, bool once)
@@ -519,6 +550,24 @@ check_source_relation(Oid relid, const char *name, bool once)
 				 errmsg("source \"%s\" is %s", name,
 						persistence == RELPERSISTENCE_TEMP ? "a temporary table" : "an unlogged table"),
 				 errhint("Its inserts are not written to the WAL; use a logged table, a snapshot flow or once => true.")));
+	if (relkind == RELKIND_PARTITIONED_TABLE)
+	{
+		ListCell   *lc;
+
+		foreach(lc, find_all_inheritors(relid, NoLock, NULL))
+		{
+			Oid			leaf = lfirst_oid(lc);
+			char		k = get_rel_relkind(leaf);
+
+			if (k != RELKIND_PARTITIONED_TABLE &&
+				(k != RELKIND_RELATION || get_rel_persistence(leaf) != RELPERSISTENCE_PERMANENT))
+				ereport(ERROR,
+						(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+						 errmsg("partition \"%s\" of source \"%s\" is not a logged table",
+								get_rel_name(leaf), name),
+						 errhint("Its inserts are not written to the WAL; make every partition a logged table.")));
+		}
+	}
 }
 
 /* The hidden state table of a target (one per target, owned by its owner). */
@@ -564,6 +613,43 @@ create_state_table(int target_id, Oid target, List *datacols, Oid seqtype,
 					 quote_identifier(GetUserNameFromId(owner, false)));
 	spi_exec(sql.data, SPI_OK_UTILITY);
 	restore_user(saved_uid, saved_sec);
+}
+
+/*
+ * Insert a flow's catalog rows (the flow row by sql, whose $1 is the name,
+ * and its flow_state row), as autocdc.  A flow of that name committed by a
+ * concurrent transaction since the caller's check is reported as such, not
+ * as a unique violation.
+ */
+void
+catalog_insert_flow(const char *flowname, const char *sql, int nargs, Oid *types,
+					Datum *args, const char *nulls)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+
+	PG_TRY();
+	{
+		if (SPI_execute_with_args(sql, nargs, types, args, nulls, false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "could not insert flow row");
+		if (SPI_execute_with_args("INSERT INTO autocdc.flow_state (name) VALUES ($1)",
+								  1, types, args, NULL, false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "could not insert flow state row");
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
+			PG_RE_THROW();
+		FlushErrorState();
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("flow \"%s\" already exists", flowname),
+				 errhint("Give the flow another name with name => '...', or drop the existing flow first.")));
+	}
+	PG_END_TRY();
 }
 
 /* Arguments of create_flow, read from fcinfo. */
@@ -687,6 +773,7 @@ autocdc_create_flow(PG_FUNCTION_ARGS)
 	char		scd;
 
 	autocdc_require_current_catalog();
+	run_refuse_while_applying("create a flow");
 	memset(&a, 0, sizeof(a));
 	{
 		const char *argnames[3] = {"target", "source", "keys"};
@@ -716,6 +803,17 @@ autocdc_create_flow(PG_FUNCTION_ARGS)
 	a.continuous = PG_ARGISNULL(15) ? true : PG_GETARG_BOOL(15);
 	a.retention = PG_ARGISNULL(16) ? NULL :
 		DatumGetCString(DirectFunctionCall1(interval_out, PG_GETARG_DATUM(16)));
+	if (!PG_ARGISNULL(16))
+	{
+		Interval   *zero = palloc0(sizeof(Interval));
+
+		if (DatumGetInt32(DirectFunctionCall2(interval_cmp, PG_GETARG_DATUM(16),
+											  IntervalPGetDatum(zero))) < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("tombstone_retention must not be negative"),
+					 errhint("Give how long delete markers are kept, e.g. '30 days', or NULL to keep them forever.")));
+	}
 
 	/* SCD type */
 	if (pg_strcasecmp(a.scd, "1") == 0)
@@ -749,6 +847,7 @@ autocdc_create_flow(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("source relation \"%s\" does not exist", srcname)));
+	catalog_refuse_reserved(source, srcname, "source", !a.once);
 	check_source_relation(source, srcname, a.once);
 	if (check_enable_rls(source, InvalidOid, true) == RLS_ENABLED)
 		ereport(ERROR,
@@ -916,6 +1015,23 @@ autocdc_create_flow(PG_FUNCTION_ARGS)
 	}
 	tschema = trv->schemaname;
 	tname = trv->relname;
+	if (OidIsValid(target))
+		catalog_refuse_reserved(target, a.target, "target", true);
+	else
+	{
+		Oid			nsp = get_namespace_oid(tschema, true);
+
+		if (OidIsValid(nsp) && (IsCatalogNamespace(nsp) || IsToastNamespace(nsp) ||
+								strcmp(tschema, "information_schema") == 0 ||
+								strcmp(tschema, "autocdc") == 0 ||
+								strcmp(tschema, AUTOCDC_STATE_SCHEMA) == 0 ||
+								strcmp(tschema, AUTOCDC_INTERNAL_SCHEMA) == 0))
+			ereport(ERROR,
+					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+					 errmsg("target \"%s\" would be created in system or autocdc schema \"%s\"",
+							a.target, tschema),
+					 errhint("Flows read and write tables of your own schemas.")));
+	}
 	if (OidIsValid(target) && target == source)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -1143,17 +1259,14 @@ autocdc_create_flow(PG_FUNCTION_ARGS)
 			args[19] = CStringGetTextDatum(a.retention);
 		else
 			nulls[19] = 'n';
-		if (SPI_execute_with_args("INSERT INTO autocdc.flow (name, owner, source, source_text, target_id, keys, "
-								  "sequence_by, ignore_null_updates, apply_as_deletes, apply_as_truncates, columns, "
-								  "column_list, except_column_list, scd_type, track_columns, track_history_column_list, "
-								  "track_history_except_column_list, once, continuous, tombstone_retention) "
-								  "VALUES ($1, $2::pg_catalog.regrole, $3::pg_catalog.regclass, $4, $5, $6, $7, $8, $9, $10, "
-								  "$11, $12, $13, $14, $15, $16, $17, $18, $19, $20::pg_catalog.interval)",
-								  20, types, args, nulls, false, 0) != SPI_OK_INSERT)
-			elog(ERROR, "could not insert flow row");
-		if (SPI_execute_with_args("INSERT INTO autocdc.flow_state (name) VALUES ($1)",
-								  1, types, args, NULL, false, 0) != SPI_OK_INSERT)
-			elog(ERROR, "could not insert flow state row");
+		catalog_insert_flow(flowname,
+							"INSERT INTO autocdc.flow (name, owner, source, source_text, target_id, keys, "
+							"sequence_by, ignore_null_updates, apply_as_deletes, apply_as_truncates, columns, "
+							"column_list, except_column_list, scd_type, track_columns, track_history_column_list, "
+							"track_history_except_column_list, once, continuous, tombstone_retention) "
+							"VALUES ($1, $2::pg_catalog.regrole, $3::pg_catalog.regclass, $4, $5, $6, $7, $8, $9, $10, "
+							"$11, $12, $13, $14, $15, $16, $17, $18, $19, $20::pg_catalog.interval)",
+							20, types, args, nulls);
 	}
 	restore_user(saved_uid, saved_sec);
 	AtEOXact_GUC(true, level);
@@ -1193,7 +1306,7 @@ catalog_load_flow(const char *name, bool lock, bool missing_ok)
 							   "  THEN pg_catalog.max(g.tombstone_retention)::pg_catalog.text END "
 							   "  FROM autocdc.flow g WHERE g.target_id OPERATOR(pg_catalog.=) f.target_id), "
 							   "s.progress, s.once_done, s.skip_upto, f.paused, f.column_list, f.except_column_list, s.slot_name, "
-							   "f.source_function, f.snapshot_target, f.snapshot_version, s.last_run_at "
+							   "f.source_function, f.snapshot_target, f.snapshot_version, s.last_run_at, f.id "
 							   "FROM autocdc.flow f LEFT JOIN autocdc.target t ON t.id OPERATOR(pg_catalog.=) f.target_id "
 							   "JOIN autocdc.flow_state s ON s.name OPERATOR(pg_catalog.=) f.name "
 							   "WHERE f.name OPERATOR(pg_catalog.=) $1 %s",
@@ -1259,6 +1372,7 @@ catalog_load_flow(const char *name, bool lock, bool missing_ok)
 	f->snapshot_version = isnull ? NULL : TextDatumGetCString(d);
 	d = SPI_getbinval(tup, desc, 29, &isnull);
 	f->last_run_at = isnull ? 0 : DatumGetTimestampTz(d);
+	f->id = DatumGetInt32(SPI_getbinval(tup, desc, 30, &isnull));
 	MemoryContextSwitchTo(old);
 	return f;
 }
@@ -1285,6 +1399,107 @@ catalog_target_flows(int target_id)
 		result = lappend(result, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
 	MemoryContextSwitchTo(old);
 	return result;
+}
+
+/*
+ * What a run checks of a change flow's source, because nothing may be
+ * skipped or misread silently: it is still a logged table in every leaf
+ * (an unlogged one writes no WAL for its inserts, so decoding never sees
+ * them); row-level security does not apply to the owner (decoded rows are
+ * not filtered by policies); and the flow's expressions still have the types
+ * the flow was created with (a retyped column would be cast silently).
+ */
+void
+catalog_check_source(FlowDef *flow)
+{
+	char	   *srcname = get_rel_name(flow->source);
+	List	   *leaves;
+	ListCell   *lc;
+	ExprInfo   *e;
+	const char *seqtext = flow->sequence_by;
+	char	   *rowcast = NULL;
+
+	if (srcname == NULL)
+		elog(ERROR, "source of flow \"%s\" is missing", flow->name);
+	if (!flow->once)
+	{
+		leaves = get_rel_relkind(flow->source) == RELKIND_PARTITIONED_TABLE ?
+			find_all_inheritors(flow->source, NoLock, NULL) : list_make1_oid(flow->source);
+		foreach(lc, leaves)
+		{
+			Oid			leaf = lfirst_oid(lc);
+			char		relkind = get_rel_relkind(leaf);
+
+			if (relkind == RELKIND_PARTITIONED_TABLE)
+				continue;
+			if (relkind != RELKIND_RELATION || get_rel_persistence(leaf) != RELPERSISTENCE_PERMANENT)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("flow \"%s\": %s \"%s\" of its source is not a logged table",
+								flow->name, leaf == flow->source ? "table" : "partition",
+								get_rel_name(leaf)),
+						 errdetail("Inserts into unlogged or foreign tables are not written to the WAL, so the flow cannot see them."),
+						 errhint("Make it a logged table (ALTER TABLE ... SET LOGGED), then run SELECT autocdc.full_refresh(%s) to read what it holds.",
+								 quote_literal_cstr(flow->name))));
+		}
+	}
+	if (check_enable_rls(flow->source, flow->owner, true) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("flow \"%s\": source \"%s\" has row-level security enabled for the flow's owner",
+						flow->name, srcname),
+				 errdetail("A flow reads every row of its source; row-level security cannot apply to it."),
+				 errhint("Disable row-level security on the source, or let the owner bypass it (BYPASSRLS).")));
+
+	/* a ROW sequence is stored cast to its composite type: check the row */
+	if (type_is_rowtype(flow->seq_type))
+	{
+		char	   *suffix = psprintf(")::%s", format_type_be_qualified(flow->seq_type));
+		size_t		len = strlen(seqtext),
+					slen = strlen(suffix);
+
+		if (len > slen + 1 && seqtext[0] == '(' && strcmp(seqtext + len - slen, suffix) == 0)
+			rowcast = pnstrdup(seqtext + 1, len - slen - 1);
+	}
+	e = analyze_expression(flow->source, rowcast ? rowcast : seqtext, "sequence");
+	if (rowcast)
+	{
+		TupleDesc	desc = lookup_rowtype_tupdesc(flow->seq_type, -1);
+		bool		same = list_length(e->field_types) == desc->natts;
+		int			i = 0;
+
+		foreach(lc, e->field_types)
+		{
+			if (same && TupleDescAttr(desc, i)->atttypid != lfirst_oid(lc))
+				same = false;
+			i++;
+		}
+		ReleaseTupleDesc(desc);
+		if (!same)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("flow \"%s\": the fields of its sequence %s no longer have the types of %s",
+							flow->name, rowcast, format_type_be(flow->seq_type)),
+					 errdetail("A column the sequence reads was retyped; casting it would change the order of events."),
+					 errhint("Change the column back, or drop the flow and create it again.")));
+	}
+	else if (e->typid != flow->seq_type)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("flow \"%s\": its sequence %s now has type %s, not %s",
+						flow->name, seqtext, format_type_be(e->typid), format_type_be(flow->seq_type)),
+				 errdetail("A column the sequence reads was retyped; casting it back would change the order of events."),
+				 errhint("Change the column back, or drop the flow and create it again.")));
+	if (flow->deletes && analyze_expression(flow->source, flow->deletes, "apply_as_deletes")->typid != BOOLOID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("flow \"%s\": apply_as_deletes is no longer a boolean expression", flow->name),
+				 errhint("Change the column back, or drop the flow and create it again.")));
+	if (flow->truncates && analyze_expression(flow->source, flow->truncates, "apply_as_truncates")->typid != BOOLOID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("flow \"%s\": apply_as_truncates is no longer a boolean expression", flow->name),
+				 errhint("Change the column back, or drop the flow and create it again.")));
 }
 
 /*
@@ -1448,10 +1663,10 @@ catalog_check_flow_owner(FlowDef *flow)
 void
 catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz started, bool log)
 {
-	Datum		args[10];
-	Oid			types[10] = {TEXTOID, LSNOID, BOOLOID, INT8OID, INT8OID, INT8OID, INT8OID,
-	TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID};
-	char		nulls[10];
+	Datum		args[12];
+	Oid			types[12] = {TEXTOID, LSNOID, BOOLOID, INT8OID, INT8OID, INT8OID, INT8OID,
+	TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, INT4OID, LSNOID};
+	char		nulls[12];
 	Oid			saved_uid;
 	int			saved_sec;
 
@@ -1475,6 +1690,11 @@ catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz started, bool lo
 		args[9] = CStringGetTextDatum(flow->slot_name);
 	else
 		nulls[9] = 'n';
+	args[10] = Int32GetDatum(flow->id);
+	if (XLogRecPtrIsInvalid(flow->skip_upto))
+		nulls[11] = 'n';
+	else
+		args[11] = LSNGetDatum(flow->skip_upto);
 	become_superuser(&saved_uid, &saved_sec);
 	if (SPI_execute_with_args("UPDATE autocdc.flow_state SET progress = $2, once_done = $3, "
 							  "num_events = num_events OPERATOR(pg_catalog.+) $4, "
@@ -1482,15 +1702,15 @@ catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz started, bool lo
 							  "num_deleted_rows = num_deleted_rows OPERATOR(pg_catalog.+) $6, "
 							  "num_skipped_events = num_skipped_events OPERATOR(pg_catalog.+) $7, "
 							  "last_run_at = $8, last_error = NULL, last_error_at = NULL, retries = 0, retry_at = NULL, "
-							  "last_commit_at = coalesce($9, last_commit_at), slot_name = $10 "
+							  "last_commit_at = coalesce($9, last_commit_at), slot_name = $10, skip_upto = $12 "
 							  "WHERE name OPERATOR(pg_catalog.=) $1",
-							  10, types, args, nulls, false, 0) != SPI_OK_UPDATE)
+							  12, types, args, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update flow state");
 	if (log &&
-		SPI_execute_with_args("INSERT INTO autocdc.flow_run_log (flow, started_at, finished_at, num_events, "
+		SPI_execute_with_args("INSERT INTO autocdc.flow_run_log (flow, flow_id, started_at, finished_at, num_events, "
 							  "num_upserted_rows, num_deleted_rows, num_skipped_events, status) "
-							  "VALUES ($1, $8, pg_catalog.clock_timestamp(), $4, $5, $6, $7, 'ok')",
-							  8, types, args, nulls, false, 0) != SPI_OK_INSERT)
+							  "VALUES ($1, $11, $8, pg_catalog.clock_timestamp(), $4, $5, $6, $7, 'ok')",
+							  11, types, args, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not log run");
 	restore_user(saved_uid, saved_sec);
 }
@@ -1513,45 +1733,30 @@ require_args(FunctionCallInfo fcinfo, int n, const char *const *names)
 					 errmsg("%s must not be null", names[i])));
 }
 
-/* autocdc.drop_flow(name, drop_target) */
-Datum
-autocdc_drop_flow(PG_FUNCTION_ARGS)
+/*
+ * Drop a loaded flow (its catalog rows, and the hidden state once no flow
+ * writes the target; with drop_target the target and every flow into it).
+ * The caller has checked the right to do so.  SPI connected, search_path
+ * pinned.
+ */
+void
+catalog_drop_flow(FlowDef *flow, bool drop_target)
 {
-	static const char *const argnames[] = {"flow name", "drop_target"};
-	char	   *name;
-	bool		drop_target;
-	FlowDef    *flow;
 	List	   *others;
 	Oid			saved_uid;
 	int			saved_sec;
-	int			level;
 	Datum		arg;
 	Oid			argtype = TEXTOID;
 
-	autocdc_require_current_catalog();
-	require_args(fcinfo, 2, argnames);
-	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	drop_target = PG_GETARG_BOOL(1);
-	SPI_connect();
-	level = set_safe_search_path();
-	flow = catalog_load_flow(name, true, false);
-	catalog_check_flow_owner(flow);
-	if (flow->target_id != 0 && drop_target && !pg_class_ownercheck(flow->target, GetUserId()))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("must be owner of target \"%s\"", get_rel_name(flow->target))));
 	become_superuser(&saved_uid, &saved_sec);
-	arg = CStringGetTextDatum(name);
-	SPI_execute_with_args("DELETE FROM autocdc.flow WHERE name OPERATOR(pg_catalog.=) $1",
-						  1, &argtype, &arg, NULL, false, 0);
+	arg = CStringGetTextDatum(flow->name);
+	if (SPI_execute_with_args("DELETE FROM autocdc.flow WHERE name OPERATOR(pg_catalog.=) $1",
+							  1, &argtype, &arg, NULL, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not delete flow \"%s\"", flow->name);
 	restore_user(saved_uid, saved_sec);
 	if (flow->target_id == 0)
-	{
-		/* a snapshot flow whose first run has not created its target */
-		AtEOXact_GUC(true, level);
-		SPI_finish();
-		PG_RETURN_VOID();
-	}
+		return;					/* a snapshot flow whose first run has not
+								 * created its target */
 	others = catalog_target_flows(flow->target_id);
 	if (others == NIL || drop_target)
 	{
@@ -1586,6 +1791,30 @@ autocdc_drop_flow(PG_FUNCTION_ARGS)
 			}
 		}
 	}
+}
+
+/* autocdc.drop_flow(name, drop_target) */
+Datum
+autocdc_drop_flow(PG_FUNCTION_ARGS)
+{
+	static const char *const argnames[] = {"flow name", "drop_target"};
+	bool		drop_target;
+	FlowDef    *flow;
+	int			level;
+
+	autocdc_require_current_catalog();
+	run_refuse_while_applying("drop a flow");
+	require_args(fcinfo, 2, argnames);
+	drop_target = PG_GETARG_BOOL(1);
+	SPI_connect();
+	level = set_safe_search_path();
+	flow = catalog_load_flow(text_to_cstring(PG_GETARG_TEXT_PP(0)), true, false);
+	catalog_check_flow_owner(flow);
+	if (flow->target_id != 0 && drop_target && !pg_class_ownercheck(flow->target, GetUserId()))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of target \"%s\"", get_rel_name(flow->target))));
+	catalog_drop_flow(flow, drop_target);
 	AtEOXact_GUC(true, level);
 	SPI_finish();
 	PG_RETURN_VOID();
@@ -1603,6 +1832,7 @@ update_flow(const char *name, const char *sql, Datum extra, Oid extratype)
 	Oid			types[2] = {TEXTOID, extratype};
 
 	autocdc_require_current_catalog();
+	run_refuse_while_applying("change a flow");
 	SPI_connect();
 	level = set_safe_search_path();
 	flow = catalog_load_flow(name, true, false);
@@ -1631,6 +1861,13 @@ autocdc_skip_events(PG_FUNCTION_ARGS)
 	static const char *const argnames[] = {"flow name", "upto"};
 
 	require_args(fcinfo, 2, argnames);
+	if (PG_GETARG_LSN(1) > GetXLogInsertRecPtr())
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cannot skip source transactions up to %X/%X: the WAL ends at %X/%X",
+						LSN_FORMAT_ARGS(PG_GETARG_LSN(1)), LSN_FORMAT_ARGS(GetXLogInsertRecPtr())),
+				 errdetail("Every transaction committed later would be skipped."),
+				 errhint("Give the commit LSN that the flow's error names.")));
 	update_flow(text_to_cstring(PG_GETARG_TEXT_PP(0)),
 				"UPDATE autocdc.flow_state SET skip_upto = "
 				"CASE WHEN skip_upto IS NULL OR skip_upto OPERATOR(pg_catalog.<) $2 THEN $2 ELSE skip_upto END, "

@@ -18,6 +18,7 @@
 #include "postgres.h"
 
 #include "access/relation.h"
+#include "access/table.h"
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/pg_type.h"
@@ -32,6 +33,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/pg_lsn.h"
+#include "utils/resowner.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 #include "utils/backend_status.h"
@@ -40,6 +42,82 @@
 
 PG_FUNCTION_INFO_V1(autocdc_run_flow);
 PG_FUNCTION_INFO_V1(autocdc_full_refresh);
+
+/*
+ * The flow this backend is applying (NULL: none), and the relations its run
+ * holds open.  A run evaluates its owner's code (expressions, triggers,
+ * defaults); that code must not drop, alter or run flows meanwhile, nor
+ * alter the tables the run is using: the functions that change flows refuse
+ * while this is set, and PostgreSQL refuses DDL on a relation this backend
+ * holds open ("being used by active queries in this session").
+ */
+static char *applying_flow = NULL;
+static List *held_relations = NIL;
+static int	internal_calls = 0;
+
+/* Note the flow being applied (NULL: the run ended). */
+static void
+set_applying(const char *name)
+{
+	if (applying_flow)
+		pfree(applying_flow);
+	applying_flow = name ? MemoryContextStrdup(TopMemoryContext, name) : NULL;
+	list_free(held_relations);	/* on error, their owner released them */
+	held_relations = NIL;
+	internal_calls = 0;
+}
+
+/*
+ * Refuse to change or run flows while this backend applies one (from code
+ * that the run evaluates), except for autocdc's own internal calls.
+ */
+void
+run_refuse_while_applying(const char *what)
+{
+	if (applying_flow != NULL && internal_calls == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("cannot %s while flow \"%s\" is being applied in this session",
+						what, applying_flow),
+				 errdetail("Expressions, triggers and functions that a run evaluates must not create, change, drop or run flows."),
+				 errhint("Do it in a statement of its own, after the run.")));
+}
+
+/* autocdc itself calls a function that refuses while applying (nestable). */
+void
+run_internal_call(bool begin)
+{
+	internal_calls += begin ? 1 : -1;
+}
+
+/*
+ * Hold a run's relations open until run_release_relations: the code the run
+ * evaluates cannot alter or drop them under it.
+ */
+void
+run_hold_relations(FlowDef *flow, Oid source)
+{
+	Oid			rels[3] = {source, flow->target, catalog_state_relid(flow->target_id)};
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+	int			i;
+
+	for (i = 0; i < 3; i++)
+		if (OidIsValid(rels[i]))
+			held_relations = lappend(held_relations, table_open(rels[i], AccessShareLock));
+	MemoryContextSwitchTo(old);
+}
+
+/* Close what run_hold_relations opened (the locks stay to the end of the transaction). */
+void
+run_release_relations(void)
+{
+	ListCell   *lc;
+
+	foreach(lc, held_relations)
+		table_close(lfirst(lc), NoLock);
+	list_free(held_relations);
+	held_relations = NIL;
+}
 
 /*
  * Lock the target row so that one flow at a time writes a target.  With
@@ -108,13 +186,45 @@ advertise_running(FlowDef *flow)
 }
 
 /*
+ * A resource owner for a run's batch.  A tuplestore's temporary files
+ * belong to the resource owner current when it was created, and a batch is
+ * filled and read across subtransactions and SPI portals (the worker's
+ * per-flow subtransactions, the first read's cursor), whose owners go away
+ * before it does: a batch spilled to a file of a released owner would write
+ * through a closed descriptor.  This owner, a child of parent (the
+ * (sub)transaction that the whole run lives in), lives until the run
+ * releases it (batch_owner_release), or parent goes.
+ */
+static ResourceOwner
+batch_owner_create(ResourceOwner parent)
+{
+	return ResourceOwnerCreate(parent, "autocdc batch");
+}
+
+/* Close what is left of a run's batch files, quietly, and forget the owner. */
+static void
+batch_owner_release(ResourceOwner owner)
+{
+	if (owner == NULL)
+		return;
+	ResourceOwnerRelease(owner, RESOURCE_RELEASE_BEFORE_LOCKS, false, false);
+	ResourceOwnerRelease(owner, RESOURCE_RELEASE_LOCKS, false, false);
+	ResourceOwnerRelease(owner, RESOURCE_RELEASE_AFTER_LOCKS, false, false);
+	ResourceOwnerDelete(owner);
+}
+
+/*
  * A new, empty batch for the source rows of a flow: (lsn, ord, then the
- * source's columns, dropped ones left out).  The source stays locked, so
- * that its columns cannot change before the capture.
+ * source's columns, dropped ones left out), its files owned by owner.  The
+ * source stays locked, so that its columns cannot change before the
+ * capture.
  */
 static Tuplestorestate *
-new_batch(FlowDef *flow, TupleDesc *bdesc)
+new_batch(FlowDef *flow, TupleDesc *bdesc, ResourceOwner owner)
 {
+	ResourceOwner saved = CurrentResourceOwner;
+	Tuplestorestate *ts;
+
 	Relation	rel = relation_open(flow->source, AccessShareLock);
 	TupleDesc	rdesc = RelationGetDescr(rel);
 	TupleDesc	desc;
@@ -140,7 +250,10 @@ new_batch(FlowDef *flow, TupleDesc *bdesc)
 	}
 	relation_close(rel, NoLock);
 	*bdesc = BlessTupleDesc(desc);
-	return tuplestore_begin_heap(false, false, work_mem);
+	CurrentResourceOwner = owner;
+	ts = tuplestore_begin_heap(false, false, work_mem);
+	CurrentResourceOwner = saved;
+	return ts;
 }
 
 /*
@@ -155,6 +268,7 @@ run_prepare(FlowDef *flow, bool refresh, bool skip_locked)
 		return false;
 	advertise_running(flow);
 	catalog_sync_columns(flow, refresh);
+	catalog_check_source(flow);
 	check_read_privileges(flow);
 	return true;
 }
@@ -173,14 +287,15 @@ run_apply(FlowDef *flow, Tuplestorestate *batch, TupleDesc bdesc, RunMetrics *m,
 	int			saved_sec;
 
 	/* classify reads the batch once, and frees it */
-	batch_set(BATCH_SOURCE, batch, bdesc, get_rel_type_id(flow->source), nrows, 1);
 	become_owner(flow->owner, &saved_uid, &saved_sec);
+	batch_set(BATCH_SOURCE, batch, bdesc, get_rel_type_id(flow->source), nrows, 1);
 	apply_batch(flow, m, have_batch && nrows > 0, touch_all);
 	restore_user(saved_uid, saved_sec);
 	elog(DEBUG2, "autocdc: flow \"%s\": captured " INT64_FORMAT " rows in %ld ms, applied in %ld ms",
 		 flow->name, nrows, (long) ((captured - started) / 1000),
 		 (long) ((GetCurrentTimestamp() - captured) / 1000));
 	batch_clear();
+	run_release_relations();
 	catalog_save_progress(flow, m, started, log);
 }
 
@@ -199,10 +314,13 @@ run_one(FlowDef *flow, RunMetrics *m, bool refresh, bool touch_all)
 	bool		have_batch = true;
 	Oid			saved_uid;
 	int			saved_sec;
+	ResourceOwner owner;
 
 	become_owner(flow->owner, &saved_uid, &saved_sec);
 	(void) run_prepare(flow, refresh, false);
-	batch = new_batch(flow, &bdesc);
+	run_hold_relations(flow, flow->source);
+	owner = batch_owner_create(CurTransactionResourceOwner);
+	batch = new_batch(flow, &bdesc, owner);
 	if (flow->once)
 	{
 		if (flow->once_done)
@@ -218,6 +336,7 @@ run_one(FlowDef *flow, RunMetrics *m, bool refresh, bool touch_all)
 	else
 		(void) source_capture(flow, batch, bdesc, m);
 	run_apply(flow, batch, bdesc, m, have_batch, touch_all, started, true);
+	batch_owner_release(owner);
 	restore_user(saved_uid, saved_sec);
 }
 
@@ -239,6 +358,7 @@ typedef struct PassFlow
 	RunMetrics	m;
 	TupleDesc	bdesc;
 	TimestampTz started;
+	ResourceOwner owner;		/* of its batch's files */
 } PassFlow;
 
 /*
@@ -257,7 +377,9 @@ run_guarded(PassFlow *pf, void (*fn) (PassFlow *pf))
 	MemoryContextSwitchTo(cxt);
 	PG_TRY();
 	{
+		set_applying(pf->name);
 		fn(pf);
+		set_applying(NULL);
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = owner;
@@ -271,6 +393,7 @@ run_guarded(PassFlow *pf, void (*fn) (PassFlow *pf))
 		MemoryContextSwitchTo(cxt);
 		edata = CopyErrorData();
 		FlushErrorState();
+		set_applying(NULL);
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = owner;
@@ -278,7 +401,7 @@ run_guarded(PassFlow *pf, void (*fn) (PassFlow *pf))
 		ereport(WARNING,
 				(errcode(edata->sqlerrcode),
 				 errmsg("autocdc: flow \"%s\" failed: %s", pf->name, edata->message)));
-		autocdc_record_error(pf->name, edata->message);
+		autocdc_record_error(pf->flow ? pf->flow->id : 0, edata->message);
 		become_superuser(&saved_uid, &saved_sec);
 		autocdc_persist_errors();
 		restore_user(saved_uid, saved_sec);
@@ -319,7 +442,9 @@ pass_prepare(PassFlow *pf)
 	if (pf->ready)
 	{
 		pf->capture.flow = pf->flow;
-		pf->capture.batch = new_batch(pf->flow, &pf->bdesc);
+		/* the batch is captured and applied in later subtransactions */
+		pf->owner = batch_owner_create(TopTransactionResourceOwner);
+		pf->capture.batch = new_batch(pf->flow, &pf->bdesc, pf->owner);
 		pf->capture.batchdesc = pf->bdesc;
 		pf->capture.m = &pf->m;
 	}
@@ -342,6 +467,7 @@ pass_apply(PassFlow *pf)
 									IDLE_PROGRESS_INTERVAL_MS))
 		return;
 	pgstat_report_activity(STATE_RUNNING, psprintf("autocdc: applying flow %s", pf->name));
+	run_hold_relations(pf->flow, pf->flow->source);
 	run_apply(pf->flow, pf->capture.batch, pf->bdesc, &pf->m, true, false,
 			  pf->started, !idle);
 }
@@ -384,6 +510,8 @@ run_worker_pass(List *names, int64 max_events)
 
 		if (!pf->capture.resync)
 			(void) run_guarded(pf, pass_apply);
+		batch_owner_release(pf->owner);
+		pf->owner = NULL;
 	}
 	return more;
 }
@@ -436,14 +564,14 @@ return_metrics(FunctionCallInfo fcinfo, RunMetrics *m)
 
 /* Record the error of a failed run in shared memory, then re-throw. */
 static void
-record_failure(const char *name, MemoryContext cxt)
+record_failure(int32 flow_id, MemoryContext cxt)
 {
 	ErrorData  *edata;
 	MemoryContext old = MemoryContextSwitchTo(cxt);
 
 	edata = CopyErrorData();
 	MemoryContextSwitchTo(old);
-	autocdc_record_error(name, edata->message);
+	autocdc_record_error(flow_id, edata->message);
 	FreeErrorData(edata);
 }
 
@@ -547,6 +675,7 @@ refresh_body(FlowDef *flow, RunMetrics *m)
 		f->has_progress = false;
 		f->progress = InvalidXLogRecPtr;
 		f->once_done = false;
+		f->skip_upto = InvalidXLogRecPtr;	/* positions before the refresh are past */
 		run_one(f, &fm, true, lc == list_head(flows));
 		m->num_events += fm.num_events;
 		m->num_upserted += fm.num_upserted;
@@ -568,6 +697,7 @@ run_entry(FunctionCallInfo fcinfo, void (*body) (FlowDef *peek, RunMetrics *m))
 	int			level;
 
 	autocdc_require_current_catalog();
+	run_refuse_while_applying(body == run_body ? "run a flow" : "refresh a flow");
 	memset(&m, 0, sizeof(m));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -575,12 +705,15 @@ run_entry(FunctionCallInfo fcinfo, void (*body) (FlowDef *peek, RunMetrics *m))
 	peek = checked_flow(fcinfo);
 	PG_TRY();
 	{
+		set_applying(peek->name);
 		body(peek, &m);
+		set_applying(NULL);
 	}
 	PG_CATCH();
 	{
+		set_applying(NULL);
 		batch_clear();
-		record_failure(peek->name, cxt);
+		record_failure(peek->id, cxt);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();

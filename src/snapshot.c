@@ -63,8 +63,11 @@
 PG_FUNCTION_INFO_V1(autocdc_create_snapshot_flow);
 PG_FUNCTION_INFO_V1(autocdc_snapshot_check);
 
-/* Rows of the snapshot being applied, counted by autocdc._snapshot_check. */
+/* Rows of the snapshot being applied, counted by autocdc_internal._snapshot_check. */
 static int64 snapshot_rows = 0;
+
+/* Is this backend comparing a snapshot (the only time the check may run)? */
+static bool snapshot_comparing = false;
 
 /* One (snapshot, version) row returned by a version function. */
 typedef struct SnapVersion
@@ -413,6 +416,7 @@ autocdc_create_snapshot_flow(PG_FUNCTION_ARGS)
 	text	   *result;
 
 	autocdc_require_current_catalog();
+	run_refuse_while_applying("create a flow");
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(2))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -573,17 +577,14 @@ autocdc_create_snapshot_flow(PG_FUNCTION_ARGS)
 						(errcode(ERRCODE_DUPLICATE_OBJECT),
 						 errmsg("flow \"%s\" already exists", flowname),
 						 errhint("Give the flow another name with name => '...', or drop the existing flow first.")));
-			if (SPI_execute_with_args("INSERT INTO autocdc.flow (name, owner, kind, source, source_text, "
-									  "target_id, keys, sequence_by, columns, scd_type, "
-									  "track_history_column_list, track_history_except_column_list, "
-									  "continuous, source_function, snapshot_target) "
-									  "VALUES ($1, $2::pg_catalog.regrole, 'snapshot', NULL, $3, NULL, $4, $11, "
-									  "'{}', $5, $6, $7, $8, $9, $10)",
-									  11, types, args, nulls, false, 0) != SPI_OK_INSERT)
-				elog(ERROR, "could not insert flow row");
-			if (SPI_execute_with_args("INSERT INTO autocdc.flow_state (name) VALUES ($1)",
-									  1, types, args, NULL, false, 0) != SPI_OK_INSERT)
-				elog(ERROR, "could not insert flow state row");
+			catalog_insert_flow(flowname,
+								"INSERT INTO autocdc.flow (name, owner, kind, source, source_text, "
+								"target_id, keys, sequence_by, columns, scd_type, "
+								"track_history_column_list, track_history_except_column_list, "
+								"continuous, source_function, snapshot_target) "
+								"VALUES ($1, $2::pg_catalog.regrole, 'snapshot', NULL, $3, NULL, $4, $11, "
+								"'{}', $5, $6, $7, $8, $9, $10)",
+								11, types, args, nulls);
 			restore_user(saved_uid, saved_sec);
 		}
 	}
@@ -641,6 +642,7 @@ create_target_from(FlowDef *flow, Oid rel, Oid vtype)
 	}
 
 	become_owner(flow->owner, &saved_uid, &saved_sec);
+	run_internal_call(true);
 	(void) create_through_create_flow(CStringGetTextDatum(flow->snapshot_target),
 									  CStringGetTextDatum(quote_qualified_identifier(get_namespace_name(get_rel_namespace(rel)),
 																					 get_rel_name(rel))),
@@ -649,6 +651,7 @@ create_target_from(FlowDef *flow, Oid rel, Oid vtype)
 									  CStringGetTextDatum(flow->scd == '2' ? "2" : "1"),
 									  track, tracknull, track_except, track_exceptnull,
 									  args[1], false, false);
+	run_internal_call(false);
 	restore_user(saved_uid, saved_sec);
 
 	become_superuser(&saved_uid, &saved_sec);
@@ -672,7 +675,7 @@ create_target_from(FlowDef *flow, Oid rel, Oid vtype)
  */
 
 /*
- * autocdc._snapshot_check(flow, snapshot, nrows, duplicate key, null key):
+ * autocdc_internal._snapshot_check(flow, snapshot, nrows, duplicate key, null key):
  * evaluated once inside the comparison query, so that the check and the
  * comparison read the snapshot under one snapshot of the database.  Counts
  * the rows and refuses duplicate or null keys.
@@ -680,8 +683,15 @@ create_target_from(FlowDef *flow, Oid rel, Oid vtype)
 Datum
 autocdc_snapshot_check(PG_FUNCTION_ARGS)
 {
-	char	   *flow = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	char	   *snap = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	char	   *flow;
+	char	   *snap;
+
+	if (!snapshot_comparing || PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("autocdc_internal._snapshot_check() can only be called by autocdc while it compares a snapshot")));
+	flow = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	snap = text_to_cstring(PG_GETARG_TEXT_PP(1));
 
 	if (!PG_ARGISNULL(4) && PG_GETARG_BOOL(4))
 		ereport(ERROR,
@@ -799,7 +809,7 @@ distinct_clause(const char *col, Oid typid)
  * engine classifies (data columns in hidden-state order, sequence, lsn, ord,
  * kind).  full: every snapshot row as an upsert; otherwise only the rows
  * that differ from the target's current rows, and a delete per vanished
- * key.  An InitPlan calls autocdc._snapshot_check first.
+ * key.  An InitPlan calls autocdc_internal._snapshot_check first.
  */
 static char *
 events_sql(FlowDef *flow, Oid rel, const char *vliteral, bool full)
@@ -860,7 +870,7 @@ events_sql(FlowDef *flow, Oid rel, const char *vliteral, bool full)
 
 	/* the check: row count, and duplicate or null keys unless an index rules them out */
 	if (keys_unique_in(rel, flow->keys))
-		check = psprintf("(SELECT autocdc._snapshot_check(%s, %s, pg_catalog.count(*), NULL, false) FROM %s)",
+		check = psprintf("(SELECT autocdc_internal._snapshot_check(%s, %s, pg_catalog.count(*), NULL, false) FROM %s)",
 						 quote_literal_cstr(flow->name), quote_literal_cstr(get_rel_name(rel)), snapname);
 	else
 	{
@@ -876,7 +886,7 @@ events_sql(FlowDef *flow, Oid rel, const char *vliteral, bool full)
 			appendStringInfo(&nullk, "%sg.%s IS NULL", nullk.len ? " OR " : "", q);
 			appendStringInfo(&keyvals, ", g.%s", q);
 		}
-		check = psprintf("(SELECT autocdc._snapshot_check(%s, %s, pg_catalog.sum(g.__autocdc_n)::pg_catalog.int8, "
+		check = psprintf("(SELECT autocdc_internal._snapshot_check(%s, %s, pg_catalog.sum(g.__autocdc_n)::pg_catalog.int8, "
 						 "pg_catalog.min(CASE WHEN g.__autocdc_n OPERATOR(pg_catalog.>) 1 "
 						 "THEN pg_catalog.format('(%%s)=(%%s)', %s, pg_catalog.concat_ws(', '%s)) END), "
 						 "pg_catalog.bool_or(%s)) "
@@ -932,7 +942,18 @@ apply_snapshot(FlowDef *flow, Oid rel, Oid vtype, Datum version, RunMetrics *m)
 										 format_type_be_qualified(vtype)), full);
 	snapshot_rows = 0;
 	become_owner(flow->owner, &saved_uid, &saved_sec);
-	apply_events(flow, m, sql, full);
+	snapshot_comparing = true;
+	PG_TRY();
+	{
+		run_hold_relations(flow, rel);
+		apply_events(flow, m, sql, full);
+		run_release_relations();
+	}
+	PG_FINALLY();
+	{
+		snapshot_comparing = false;
+	}
+	PG_END_TRY();
 	restore_user(saved_uid, saved_sec);
 	m->num_events = before + snapshot_rows;
 	save_version(flow, vtext);

@@ -966,7 +966,7 @@ source_raise_capture_error(Capture *c)
 						 quote_literal_cstr(c->flow->name))));
 }
 
-/* autocdc._slot_info(): the database's slot, or a row of nulls. */
+/* autocdc_internal._slot_info(): the database's slot, or a row of nulls. */
 Datum
 autocdc_slot_info(PG_FUNCTION_ARGS)
 {

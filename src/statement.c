@@ -282,6 +282,7 @@ run_block(const char *text)
 	int			n = 0;
 
 	autocdc_require_current_catalog();
+	run_refuse_while_applying("run autocdc statements");
 	stmts = autocdc_parse_block(text);
 
 	foreach(lc, stmts)

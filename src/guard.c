@@ -1,0 +1,380 @@
+/*-------------------------------------------------------------------------
+ *
+ * guard.c
+ *		Utility statements that would leave flows broken or silently wrong,
+ *		seen from a ProcessUtility hook in every backend.
+ *
+ * Flows live in autocdc's own tables, which PostgreSQL's dependency
+ * machinery does not know (a pg_shdepend row whose classid is not a catalog
+ * would break REASSIGN OWNED, DROP OWNED and DROP ROLE), so the hook keeps
+ * them consistent with the roles and relations they name, in the database
+ * where the statement runs:
+ *
+ *	 - DROP ROLE of a role that owns flows fails, naming them;
+ *	 - REASSIGN OWNED BY a TO b gives a's flows to b, in the same transaction;
+ *	 - DROP OWNED BY a drops a's flows first (then PostgreSQL drops a's
+ *	   targets, which the drop guard would otherwise refuse);
+ *	 - ALTER TABLE ... SET UNLOGGED of a change flow's source (or of one of
+ *	   its partitions), ATTACH PARTITION of an unlogged table and CREATE
+ *	   UNLOGGED TABLE ... PARTITION OF such a source are refused: inserts
+ *	   into an unlogged table reach no WAL, so the flow would skip them.
+ *
+ * Nothing is done in a database without autocdc, or whose autocdc catalog
+ * is at another version than the library.  Catalog SQL runs as autocdc
+ * with search_path pinned; it evaluates no user code.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/partition.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "catalog/namespace.h"
+#include "commands/dbcommands.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "nodes/parsenodes.h"
+#include "tcop/utility.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+#include "autocdc.h"
+
+static ProcessUtility_hook_type prev_ProcessUtility = NULL;
+
+/* Is autocdc installed here, at the library's version? */
+static bool
+guard_active(void)
+{
+	char	   *version;
+
+	if (!IsTransactionState())
+		return false;
+	version = autocdc_installed_version();
+	return version != NULL && strcmp(version, AUTOCDC_VERSION) == 0;
+}
+
+/*
+ * Names of the flows a catalog query with one oid[] parameter returns, as a
+ * comma-separated quoted list ("" if none).  SPI connected.
+ */
+static char *
+flow_names(const char *sql, List *oids)
+{
+	Datum	   *d = palloc(sizeof(Datum) * (list_length(oids) + 1));
+	int			n = 0;
+	ListCell   *lc;
+	Datum		arg;
+	Oid			argtype = OIDARRAYOID;
+	Oid			saved_uid;
+	int			saved_sec;
+	StringInfoData buf;
+	uint64		i;
+
+	foreach(lc, oids)
+		d[n++] = ObjectIdGetDatum(lfirst_oid(lc));
+	arg = PointerGetDatum(construct_array(d, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT));
+	become_superuser(&saved_uid, &saved_sec);
+	if (SPI_execute_with_args(sql, 1, &argtype, &arg, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read flows");
+	restore_user(saved_uid, saved_sec);
+	initStringInfo(&buf);
+	for (i = 0; i < SPI_processed; i++)
+		appendStringInfo(&buf, "%s\"%s\"", i ? ", " : "",
+						 SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
+	return buf.data;
+}
+
+/* The oids of a list of RoleSpecs (missing roles left out). */
+static List *
+role_oids(List *roles)
+{
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	foreach(lc, roles)
+	{
+		Oid			roleid = get_rolespec_oid(lfirst(lc), true);
+
+		if (OidIsValid(roleid))
+			result = lappend_oid(result, roleid);
+	}
+	return result;
+}
+
+#define FLOWS_OF_ROLES \
+	"SELECT name FROM autocdc.flow WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1) ORDER BY name"
+
+/* DROP ROLE: refuse while a role owns flows here. */
+static void
+guard_drop_role(DropRoleStmt *stmt)
+{
+	ListCell   *lc;
+
+	foreach(lc, stmt->roles)
+	{
+		RoleSpec   *rs = lfirst(lc);
+		Oid			roleid = get_rolespec_oid(rs, true);
+		char	   *names;
+
+		if (!OidIsValid(roleid))
+			continue;
+		names = flow_names(FLOWS_OF_ROLES, list_make1_oid(roleid));
+		if (names[0] != '\0')
+			ereport(ERROR,
+					(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+					 errmsg("role \"%s\" cannot be dropped because it owns flows",
+							get_rolespec_name(rs)),
+					 errdetail("It owns flows %s in database \"%s\".", names,
+							   get_database_name(MyDatabaseId)),
+					 errhint("Drop them, or give them to another role with REASSIGN OWNED BY %s TO ..., first.",
+							 quote_identifier(get_rolespec_name(rs)))));
+	}
+}
+
+/* REASSIGN OWNED BY a TO b (after PostgreSQL's): a's flows go to b. */
+static void
+guard_reassign_owned(ReassignOwnedStmt *stmt)
+{
+	List	   *from = role_oids(stmt->roles);
+	Oid			to = get_rolespec_oid(stmt->newrole, false);
+	ListCell   *lc;
+
+	foreach(lc, from)
+	{
+		Datum		args[2] = {ObjectIdGetDatum(lfirst_oid(lc)), ObjectIdGetDatum(to)};
+		Oid			types[2] = {OIDOID, OIDOID};
+		Oid			saved_uid;
+		int			saved_sec;
+
+		become_superuser(&saved_uid, &saved_sec);
+		if (SPI_execute_with_args("UPDATE autocdc.flow SET owner = $2::pg_catalog.regrole "
+								  "WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
+								  2, types, args, NULL, false, 0) != SPI_OK_UPDATE)
+			elog(ERROR, "could not reassign flows");
+		restore_user(saved_uid, saved_sec);
+	}
+}
+
+/* DROP OWNED BY a (before PostgreSQL's): drop a's flows, keeping targets. */
+static void
+guard_drop_owned(DropOwnedStmt *stmt)
+{
+	List	   *roles = role_oids(stmt->roles);
+	ListCell   *lc;
+	List	   *names = NIL;
+	uint64		i;
+	Oid			saved_uid;
+	int			saved_sec;
+	Datum	   *d;
+	int			n = 0;
+	Datum		arg;
+	Oid			argtype = OIDARRAYOID;
+
+	/* PostgreSQL checks the right to do this; without it, leave the error to it */
+	foreach(lc, roles)
+		if (!has_privs_of_role(GetUserId(), lfirst_oid(lc)))
+			return;
+	d = palloc(sizeof(Datum) * (list_length(roles) + 1));
+	foreach(lc, roles)
+		d[n++] = ObjectIdGetDatum(lfirst_oid(lc));
+	arg = PointerGetDatum(construct_array(d, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT));
+	become_superuser(&saved_uid, &saved_sec);
+	if (SPI_execute_with_args(FLOWS_OF_ROLES, 1, &argtype, &arg, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read flows");
+	restore_user(saved_uid, saved_sec);
+	for (i = 0; i < SPI_processed; i++)
+		names = lappend(names, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
+	foreach(lc, names)
+	{
+		FlowDef    *flow = catalog_load_flow(lfirst(lc), true, true);
+
+		if (flow != NULL)
+			catalog_drop_flow(flow, false);
+	}
+	CommandCounterIncrement();
+}
+
+/* The change-flow sources among a relation and its partition ancestors. */
+static char *
+flows_reading(Oid relid)
+{
+	List	   *rels = list_make1_oid(relid);
+
+	if (get_rel_relispartition(relid))
+		rels = list_concat(rels, get_partition_ancestors(relid));
+	return flow_names("SELECT name FROM autocdc.flow WHERE kind OPERATOR(pg_catalog.=) 'cdc' "
+					  "AND NOT once AND source::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1) "
+					  "ORDER BY name", rels);
+}
+
+/* Refuse an unlogged table under a change flow's source. */
+static void
+refuse_unlogged(Oid relid, const char *what, const char *flows)
+{
+	if (flows[0] == '\0')
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("cannot %s: flows %s read it", what, flows),
+			 errdetail("Inserts into an unlogged table are not written to the WAL, so those flows could not see them."),
+			 errhint("Drop the flows first, or keep the table logged.")));
+}
+
+/* ALTER TABLE: SET UNLOGGED, ATTACH PARTITION of an unlogged table. */
+static void
+guard_alter_table(AlterTableStmt *stmt)
+{
+	ListCell   *lc;
+	Oid			relid;
+
+	if (stmt->objtype != OBJECT_TABLE || stmt->relation == NULL)
+		return;
+	relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+	if (!OidIsValid(relid))
+		return;
+	foreach(lc, stmt->cmds)
+	{
+		AlterTableCmd *cmd = lfirst(lc);
+
+		if (cmd->subtype == AT_SetUnLogged)
+			refuse_unlogged(relid, psprintf("make table \"%s\" unlogged", get_rel_name(relid)),
+							flows_reading(relid));
+		else if (cmd->subtype == AT_AttachPartition)
+		{
+			PartitionCmd *pc = (PartitionCmd *) cmd->def;
+			Oid			part = RangeVarGetRelid(pc->name, NoLock, true);
+
+			if (OidIsValid(part) && get_rel_persistence(part) == RELPERSISTENCE_UNLOGGED)
+				refuse_unlogged(part, psprintf("attach unlogged table \"%s\"", get_rel_name(part)),
+								flows_reading(relid));
+		}
+	}
+}
+
+/* CREATE UNLOGGED TABLE ... PARTITION OF a source. */
+static void
+guard_create_table(CreateStmt *stmt)
+{
+	ListCell   *lc;
+
+	if (stmt->partbound == NULL || stmt->relation->relpersistence != RELPERSISTENCE_UNLOGGED)
+		return;
+	foreach(lc, stmt->inhRelations)
+	{
+		Oid			parent = RangeVarGetRelid(lfirst(lc), NoLock, true);
+
+		if (OidIsValid(parent))
+			refuse_unlogged(parent, psprintf("create unlogged partition \"%s\"", stmt->relation->relname),
+							flows_reading(parent));
+	}
+}
+
+/* Does a statement concern flows (before or after PostgreSQL runs it)? */
+static bool
+guarded_statement(Node *stmt)
+{
+	switch (nodeTag(stmt))
+	{
+		case T_DropRoleStmt:
+		case T_ReassignOwnedStmt:
+		case T_DropOwnedStmt:
+			return true;
+		case T_AlterTableStmt:
+			{
+				ListCell   *lc;
+
+				foreach(lc, ((AlterTableStmt *) stmt)->cmds)
+				{
+					AlterTableType t = ((AlterTableCmd *) lfirst(lc))->subtype;
+
+					if (t == AT_SetUnLogged || t == AT_AttachPartition)
+						return true;
+				}
+				return false;
+			}
+		case T_CreateStmt:
+			return ((CreateStmt *) stmt)->partbound != NULL &&
+				((CreateStmt *) stmt)->relation->relpersistence == RELPERSISTENCE_UNLOGGED;
+		default:
+			return false;
+	}
+}
+
+/* Run fn on a statement with SPI connected and search_path pinned. */
+static void
+with_spi(void (*fn) (Node *stmt), Node *stmt)
+{
+	int			level;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	level = set_safe_search_path();
+	fn(stmt);
+	AtEOXact_GUC(true, level);
+	SPI_finish();
+}
+
+static void
+before_statement(Node *stmt)
+{
+	switch (nodeTag(stmt))
+	{
+		case T_DropRoleStmt:
+			guard_drop_role((DropRoleStmt *) stmt);
+			break;
+		case T_DropOwnedStmt:
+			guard_drop_owned((DropOwnedStmt *) stmt);
+			break;
+		case T_AlterTableStmt:
+			guard_alter_table((AlterTableStmt *) stmt);
+			break;
+		case T_CreateStmt:
+			guard_create_table((CreateStmt *) stmt);
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+after_statement(Node *stmt)
+{
+	if (IsA(stmt, ReassignOwnedStmt))
+		guard_reassign_owned((ReassignOwnedStmt *) stmt);
+}
+
+/* ProcessUtility hook: keep flows consistent with roles and sources. */
+static void
+guard_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
+					 bool readOnlyTree, ProcessUtilityContext context,
+					 ParamListInfo params, QueryEnvironment *queryEnv,
+					 DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *stmt = pstmt->utilityStmt;
+	bool		guarded = guarded_statement(stmt) && guard_active();
+
+	if (guarded)
+		with_spi(before_statement, stmt);
+	if (prev_ProcessUtility)
+		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
+							queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
+								queryEnv, dest, qc);
+	if (guarded)
+		with_spi(after_statement, stmt);
+}
+
+/* Install the hook (from _PG_init of the preloaded library). */
+void
+guard_init(void)
+{
+	prev_ProcessUtility = ProcessUtility_hook;
+	ProcessUtility_hook = guard_ProcessUtility;
+}
