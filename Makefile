@@ -14,7 +14,8 @@ PROVE_TESTS = test/t/*.pl
 # the library knows which catalog version it was built for (autocdc.control)
 AUTOCDC_VERSION := $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(dir $(firstword $(MAKEFILE_LIST)))autocdc.control)
 PG_CPPFLAGS = -I$(srcdir)/src -DAUTOCDC_VERSION='"$(AUTOCDC_VERSION)"'
-override CFLAGS += -Wall -Wextra -Wno-unused-parameter
+# PGXS's own CFLAGS (optimisation, -fwrapv...) stay; ours are added to them
+PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)

@@ -138,6 +138,7 @@ extern void become_superuser(Oid *saved_uid, int *saved_sec);
 extern void become_owner(Oid owner, Oid *saved_uid, int *saved_sec);
 extern void restore_user(Oid saved_uid, int saved_sec);
 extern int	set_safe_search_path(void);
+extern List *name_list_or_nil(const char *text);
 extern void spi_exec(const char *sql, int expected);
 extern void spi_foreach(const char *sql, bool read_only, SpiRowFn row_fn,
 						SpiChunkFn chunk_fn, void *arg);

@@ -139,7 +139,7 @@ batch_return(FunctionCallInfo fcinfo, int which, const char *fname)
 	}
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	slot = MakeSingleTupleTableSlot(b->desc, &TTSOpsMinimalTuple);
-	ptr = tuplestore_alloc_read_pointer(b->ts, 0);
+	ptr = tuplestore_alloc_read_pointer(b->ts, EXEC_FLAG_REWIND);
 	tuplestore_select_read_pointer(b->ts, ptr);
 	tuplestore_rescan(b->ts);
 	while (tuplestore_gettupleslot(b->ts, true, false, slot))

@@ -89,18 +89,8 @@ catalog_state_relid(int target_id)
 static char *
 parse_identifier(const char *text, const char *what)
 {
-	List	   *names;
+	List	   *names = name_list_or_nil(text);
 
-	PG_TRY();
-	{
-		names = stringToQualifiedNameList(text);
-	}
-	PG_CATCH();
-	{
-		FlushErrorState();
-		names = NIL;
-	}
-	PG_END_TRY();
 	if (list_length(names) != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_NAME),
@@ -160,7 +150,7 @@ name_in_list(List *names, const char *name)
 	return false;
 }
 
-/* Build a text[] datum from a list of C strings. */
+/* Build a name[] datum from a list of C strings. */
 static Datum
 names_to_array(List *names)
 {
@@ -169,7 +159,7 @@ names_to_array(List *names)
 	ListCell   *lc;
 
 	foreach(lc, names)
-		d[i++] = CStringGetDatum(lfirst(lc));
+		d[i++] = DirectFunctionCall1(namein, CStringGetDatum(lfirst(lc)));
 	return PointerGetDatum(construct_array(d, i, NAMEOID, NAMEDATALEN, false, TYPALIGN_CHAR));
 }
 
@@ -301,9 +291,9 @@ static ExprInfo *
 analyze_expression(Oid source, const char *expr, const char *what)
 {
 	char	   *sql;
-	List	   *raw = NIL;
+	List	   *raw;
 	RawStmt    *rs;
-	Query	   *q = NULL;
+	Query	   *volatile q = NULL;
 	TargetEntry *te;
 	Node	   *node;
 	ExprInfo   *info = palloc0(sizeof(ExprInfo));
@@ -468,19 +458,9 @@ parse_source_text(const char *source, bool *is_changes)
 Oid
 resolve_relation(const char *name, RangeVar **rv_out)
 {
-	List	   *names;
+	List	   *names = name_list_or_nil(name);
 	RangeVar   *rv;
 
-	PG_TRY();
-	{
-		names = stringToQualifiedNameList(name);
-	}
-	PG_CATCH();
-	{
-		FlushErrorState();
-		names = NIL;
-	}
-	PG_END_TRY();
 	if (names == NIL || list_length(names) > 2)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_NAME),
@@ -652,6 +632,37 @@ catalog_insert_flow(const char *flowname, const char *sql, int nargs, Oid *types
 	PG_END_TRY();
 }
 
+/*
+ * Run a zero-row query over the source as the caller: a permission error
+ * says which privilege the flow owner lacks.
+ */
+static void
+check_caller_reads(const char *sql, const char *srcname)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+
+	PG_TRY();
+	{
+		spi_exec(sql, SPI_OK_SELECT);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode != ERRCODE_INSUFFICIENT_PRIVILEGE)
+			PG_RE_THROW();
+		FlushErrorState();
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for source \"%s\"", srcname),
+				 errdetail("%s", edata->message),
+				 errhint("The flow owner needs SELECT on the source columns the flow selects and its expressions use.")));
+	}
+	PG_END_TRY();
+}
+
 /* Arguments of create_flow, read from fcinfo. */
 typedef struct CreateArgs
 {
@@ -770,6 +781,9 @@ autocdc_create_flow(PG_FUNCTION_ARGS)
 	int			level;
 	StringInfoData sql;
 	Oid			owner = GetUserId();
+	MemoryContext callercxt = CurrentMemoryContext;
+	MemoryContext old;
+	text	   *result;
 	char		scd;
 
 	autocdc_require_current_catalog();
@@ -980,30 +994,7 @@ autocdc_create_flow(PG_FUNCTION_ARGS)
 												get_rel_name(source)));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	{
-		MemoryContext cxt = CurrentMemoryContext;
-
-		PG_TRY();
-		{
-			spi_exec(sql.data, SPI_OK_SELECT);
-		}
-		PG_CATCH();
-		{
-			ErrorData  *edata;
-
-			MemoryContextSwitchTo(cxt);
-			edata = CopyErrorData();
-			if (edata->sqlerrcode != ERRCODE_INSUFFICIENT_PRIVILEGE)
-				PG_RE_THROW();
-			FlushErrorState();
-			ereport(ERROR,
-					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-					 errmsg("permission denied for source \"%s\"", srcname),
-					 errdetail("%s", edata->message),
-					 errhint("The flow owner needs SELECT on the source columns the flow selects and its expressions use.")));
-		}
-		PG_END_TRY();
-	}
+	check_caller_reads(sql.data, srcname);
 
 	/* target */
 	target = resolve_relation(a.target, &trv);
@@ -1270,8 +1261,12 @@ autocdc_create_flow(PG_FUNCTION_ARGS)
 	}
 	restore_user(saved_uid, saved_sec);
 	AtEOXact_GUC(true, level);
+	/* the name may live in SPI's memory, which SPI_finish frees */
+	old = MemoryContextSwitchTo(callercxt);
+	result = cstring_to_text(flowname);
+	MemoryContextSwitchTo(old);
 	SPI_finish();
-	PG_RETURN_TEXT_P(cstring_to_text(flowname));
+	PG_RETURN_TEXT_P(result);
 }
 
 /* ----------------------------------------------------------------

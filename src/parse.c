@@ -725,18 +725,15 @@ parse_statement(Parser *p)
  * Parse a block of ;-separated statements.  Lexical errors of the core
  * scanner are reported against the block, like syntax errors.
  */
-List *
-autocdc_parse_block(const char *text)
+/* Tokenize a block; the core scanner's errors are reported against it. */
+static void
+tokenize_block(Parser *p, const char *text)
 {
-	Parser		p;
-	List	   *stmts = NIL;
 	MemoryContext cxt = CurrentMemoryContext;
 
-	p.text = text;
-	p.pos = 0;
 	PG_TRY();
 	{
-		tokenize(&p);
+		tokenize(p);
 	}
 	PG_CATCH();
 	{
@@ -752,7 +749,17 @@ autocdc_parse_block(const char *text)
 				 internalerrquery(text)));
 	}
 	PG_END_TRY();
+}
 
+List *
+autocdc_parse_block(const char *text)
+{
+	Parser		p;
+	List	   *stmts = NIL;
+
+	p.text = text;
+	p.pos = 0;
+	tokenize_block(&p, text);
 	for (;;)
 	{
 		while (is_char(&p, p.pos, ';'))

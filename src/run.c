@@ -371,7 +371,7 @@ run_guarded(PassFlow *pf, void (*fn) (PassFlow *pf))
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
-	bool		ok = true;
+	volatile bool ok = true;
 
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(cxt);

@@ -470,17 +470,8 @@ autocdc_create_snapshot_flow(PG_FUNCTION_ARGS)
 		/* a table or view read whole at each run, versioned by the run's time */
 		char	   *srctext = text_to_cstring(PG_GETARG_TEXT_PP(1));
 		Oid			source = InvalidOid;
-		List	   *snames = NIL;
+		List	   *snames = name_list_or_nil(srctext);
 
-		PG_TRY();
-		{
-			snames = stringToQualifiedNameList(srctext);
-		}
-		PG_CATCH();
-		{
-			FlushErrorState();
-		}
-		PG_END_TRY();
 		if (snames != NIL && list_length(snames) <= 2)
 			source = RangeVarGetRelid(makeRangeVarFromNameList(snames), NoLock, true);
 		if (OidIsValid(source) && get_rel_persistence(source) == RELPERSISTENCE_TEMP)

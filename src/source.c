@@ -966,7 +966,11 @@ source_raise_capture_error(Capture *c)
 						 quote_literal_cstr(c->flow->name))));
 }
 
-/* autocdc_internal._slot_info(): the database's slot, or a row of nulls. */
+/*
+ * autocdc_internal._slot_info(): the database's slot, or a row of nulls
+ * when there is none or it was invalidated (its WAL is gone: it serves no
+ * flow and retains nothing).
+ */
 Datum
 autocdc_slot_info(PG_FUNCTION_ARGS)
 {
@@ -988,11 +992,14 @@ autocdc_slot_info(PG_FUNCTION_ARGS)
 		if (s->in_use && strcmp(NameStr(s->data.name), name) == 0)
 		{
 			SpinLockAcquire(&s->mutex);
-			values[0] = DirectFunctionCall1(namein, CStringGetDatum(name));
-			values[1] = LSNGetDatum(s->data.confirmed_flush);
-			values[2] = LSNGetDatum(s->data.restart_lsn);
+			if (!XLogRecPtrIsInvalid(s->data.restart_lsn))
+			{
+				values[0] = DirectFunctionCall1(namein, CStringGetDatum(name));
+				values[1] = LSNGetDatum(s->data.confirmed_flush);
+				values[2] = LSNGetDatum(s->data.restart_lsn);
+				nulls[0] = nulls[1] = nulls[2] = false;
+			}
 			SpinLockRelease(&s->mutex);
-			nulls[0] = nulls[1] = nulls[2] = false;
 		}
 	}
 	LWLockRelease(ReplicationSlotControlLock);

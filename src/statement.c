@@ -346,14 +346,14 @@ autocdc_execute(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	List	   *tags;
 	ListCell   *lc;
+	TupleDesc	desc;
+	Tuplestorestate *ts;
+	MemoryContext old;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("statements must not be null")));
-	TupleDesc	desc;
-	Tuplestorestate *ts;
-	MemoryContext old;
 
 	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) ||
 		!(rsinfo->allowedModes & SFRM_Materialize))

@@ -13,6 +13,7 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/guc.h"
+#include "utils/regproc.h"
 
 #include "autocdc.h"
 
@@ -60,6 +61,31 @@ set_safe_search_path(void)
 	(void) set_config_option("work_mem", psprintf("%d", Max(autocdc_work_mem, work_mem)),
 							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	return level;
+}
+
+/*
+ * The names of a possibly qualified SQL name given as text, or NIL when it
+ * is not valid name syntax.
+ */
+List *
+name_list_or_nil(const char *text)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	List	   *volatile names = NIL;
+
+	PG_TRY();
+	{
+		names = stringToQualifiedNameList(text);
+	}
+	PG_CATCH();
+	{
+		/* a syntax error of a pure parser: nothing to undo but the error */
+		MemoryContextSwitchTo(cxt);
+		FlushErrorState();
+		names = NIL;
+	}
+	PG_END_TRY();
+	return names;
 }
 
 /* Run one SPI statement, raising an internal error on failure. */

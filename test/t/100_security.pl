@@ -174,5 +174,77 @@ ok($node->poll_query_until('postgres', 'SELECT count(*) = 3 FROM alice.t2'),
 is($node->safe_psql('postgres', q{SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = 'alice'}),
 	'f', 'alice is still no superuser');
 
+# --- the worker: a flow whose code drops the flow being applied --------------
+my $started = $node->safe_psql('postgres', 'SELECT pg_postmaster_start_time()');
+alice(q{
+	CREATE TABLE alice.feed5 (id int, v text, seq int, op text);
+	CREATE FUNCTION alice.drop_me(op text) RETURNS boolean LANGUAGE plpgsql AS $$
+	BEGIN
+		IF op = 'X' THEN PERFORM autocdc.drop_flow('t5', true); END IF;
+		RETURN op = 'D';
+	END $$;
+	SELECT autocdc.create_flow('alice.t5', 'alice.feed5', '{id}', 'seq',
+							   apply_as_deletes => 'alice.drop_me(op)');
+	INSERT INTO alice.feed5 VALUES (1, 'a', 1, 'U');
+});
+ok($node->poll_query_until('postgres', 'SELECT count(*) = 1 FROM alice.t5'), 'the worker applies t5');
+alice(q{INSERT INTO alice.feed5 VALUES (2, 'b', 2, 'X')});
+alice(q{INSERT INTO alice.feed2 VALUES (10, 'z', 10, 10)});
+ok( $node->poll_query_until('postgres', q{
+		SELECT state = 'error' AND last_error LIKE 'cannot drop a flow while flow "t5" is being applied%'
+		  FROM autocdc.flows WHERE name = 't5'}),
+	'a worker run whose code drops its flow fails that flow');
+ok($node->poll_query_until('postgres', 'SELECT count(*) = 4 FROM alice.t2'),
+	'other flows go on');
+sleep(2);	# the flow's retries (1 s, 2 s) must not crash the server either
+is($node->safe_psql('postgres', 'SELECT pg_postmaster_start_time()'), $started,
+	'the server did not crash and restart');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM alice.t5'), '1', 't5 is intact');
+alice(q{SELECT autocdc.drop_flow('t5')});
+
+# --- a long error with multibyte characters: the database still restores ------
+alice(q{
+	CREATE TABLE alice.feed6 (k text, seq int);
+	SELECT autocdc.create_flow('alice.t6', 'alice.feed6', '{k}', 'seq', continuous => false);
+	INSERT INTO alice.feed6 VALUES (repeat(U&'\00e9\20ac', 1200), NULL);
+});
+my ($ret2, $out2, $err2) = $node->psql('postgres', q{SET ROLE alice; SELECT * FROM autocdc.run_flow('t6')});
+like($err2, qr/has a null sequence/, 'a run fails with a long error');
+alice(q{SELECT * FROM autocdc.run_flow('t3')});    # writes the error down
+is( $node->safe_psql('postgres', q{
+		SELECT octet_length(last_error) < 2048 AND length(last_error) > 600
+		  FROM autocdc.flows WHERE name = 't6'}),
+	't', 'the stored error is cut, and valid text');
+$node->safe_psql('postgres', 'CREATE DATABASE restored');
+my $dump = $node->basedir . '/security.sql';
+$node->command_ok([ 'pg_dump', '-d', $node->connstr('postgres'), '-f', $dump ], 'pg_dump');
+my ($rc, $rout, $rerr) = $node->psql('restored', undef, extra_params => [ '-f', $dump ],
+	on_error_stop => 1);
+is($rc, 0, 'the dump restores') or diag($rerr);
+is( $node->safe_psql('restored', q{
+		SELECT count(*) FROM autocdc.flow_state s JOIN autocdc.flow f USING (name)}),
+	$node->safe_psql('postgres', 'SELECT count(*) FROM autocdc.flow'),
+	'every flow and its state came back');
+
+# --- two concurrent create_flow of one name ----------------------------------
+my $s1 = $node->background_psql('postgres', on_error_stop => 0);
+my $s2 = $node->background_psql('postgres', on_error_stop => 0);
+$s1->query_safe(q{BEGIN; SELECT autocdc.create_flow('alice.t7a', 'alice.feed1', '{id}', 'seq', name => 'same')});
+$s2->query_until(qr/started/, q{
+	\echo started
+	SELECT autocdc.create_flow('alice.t7b', 'alice.feed1', '{id}', 'seq', name => 'same');
+	\echo done
+});
+ok( $node->poll_query_until('postgres', q{
+		SELECT count(*) > 0 FROM pg_stat_activity WHERE wait_event_type = 'Lock'
+		   AND query LIKE '%t7b%'}),
+	'the second create_flow waits for the first');
+$s1->query_safe('COMMIT');
+$s2->query('SELECT 1');
+like($s2->{stderr}, qr/ERROR:  flow "same" already exists/,
+	'the second one fails with duplicate_object, not a unique violation');
+$s1->quit;
+$s2->quit;
+
 $node->stop;
 done_testing();
