@@ -108,6 +108,7 @@ extern int	autocdc_snapshot_interval;
 extern Size worker_shmem_size(void);
 extern void worker_shmem_init(LWLock *lock);
 extern void worker_init(void);
+extern void worker_before_utility(Node *stmt);
 
 /* guard.c */
 extern void guard_init(void);

@@ -2,7 +2,8 @@
  *
  * guard.c
  *		Utility statements that would leave flows broken or silently wrong,
- *		seen from a ProcessUtility hook in every backend.
+ *		seen from autocdc's ProcessUtility hook in every backend (which also
+ *		lets the worker step aside for database-level DDL, worker.c).
  *
  * Flows live in autocdc's own tables, which PostgreSQL's dependency
  * machinery does not know (a pg_shdepend row whose classid is not a catalog
@@ -60,11 +61,11 @@ guard_active(void)
 }
 
 /*
- * Names of the flows a catalog query with one oid[] parameter returns, as a
- * comma-separated quoted list ("" if none).  SPI connected.
+ * The flow names a catalog query with one oid[] parameter ($1, the oids)
+ * returns, read as autocdc.  SPI connected.
  */
-static char *
-flow_names(const char *sql, List *oids)
+static List *
+flows_by_oids(const char *sql, List *oids)
 {
 	Datum	   *d = palloc(sizeof(Datum) * (list_length(oids) + 1));
 	int			n = 0;
@@ -73,7 +74,7 @@ flow_names(const char *sql, List *oids)
 	Oid			argtype = OIDARRAYOID;
 	Oid			saved_uid;
 	int			saved_sec;
-	StringInfoData buf;
+	List	   *names = NIL;
 	uint64		i;
 
 	foreach(lc, oids)
@@ -83,10 +84,21 @@ flow_names(const char *sql, List *oids)
 	if (SPI_execute_with_args(sql, 1, &argtype, &arg, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read flows");
 	restore_user(saved_uid, saved_sec);
-	initStringInfo(&buf);
 	for (i = 0; i < SPI_processed; i++)
-		appendStringInfo(&buf, "%s\"%s\"", i ? ", " : "",
-						 SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
+		names = lappend(names, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
+	return names;
+}
+
+/* The same names as a comma-separated quoted list ("" if none). */
+static char *
+flow_names(const char *sql, List *oids)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, flows_by_oids(sql, oids))
+		appendStringInfo(&buf, "%s\"%s\"", buf.len ? ", " : "", (char *) lfirst(lc));
 	return buf.data;
 }
 
@@ -167,30 +179,12 @@ guard_drop_owned(DropOwnedStmt *stmt)
 {
 	List	   *roles = role_oids(stmt->roles);
 	ListCell   *lc;
-	List	   *names = NIL;
-	uint64		i;
-	Oid			saved_uid;
-	int			saved_sec;
-	Datum	   *d;
-	int			n = 0;
-	Datum		arg;
-	Oid			argtype = OIDARRAYOID;
 
 	/* PostgreSQL checks the right to do this; without it, leave the error to it */
 	foreach(lc, roles)
 		if (!has_privs_of_role(GetUserId(), lfirst_oid(lc)))
 			return;
-	d = palloc(sizeof(Datum) * (list_length(roles) + 1));
-	foreach(lc, roles)
-		d[n++] = ObjectIdGetDatum(lfirst_oid(lc));
-	arg = PointerGetDatum(construct_array(d, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT));
-	become_superuser(&saved_uid, &saved_sec);
-	if (SPI_execute_with_args(FLOWS_OF_ROLES, 1, &argtype, &arg, NULL, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read flows");
-	restore_user(saved_uid, saved_sec);
-	for (i = 0; i < SPI_processed; i++)
-		names = lappend(names, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
-	foreach(lc, names)
+	foreach(lc, flows_by_oids(FLOWS_OF_ROLES, roles))
 	{
 		FlowDef    *flow = catalog_load_flow(lfirst(lc), true, true);
 
@@ -359,6 +353,7 @@ guard_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	Node	   *stmt = pstmt->utilityStmt;
 	bool		guarded = guarded_statement(stmt) && guard_active();
 
+	worker_before_utility(stmt);
 	if (guarded)
 		with_spi(before_statement, stmt);
 	if (prev_ProcessUtility)

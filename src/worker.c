@@ -111,8 +111,6 @@ static bool xact_wrote = false;
 static bool xact_wants_worker = false;
 static bool xact_blocks = false;
 
-static ProcessUtility_hook_type prev_ProcessUtility = NULL;
-
 PGDLLEXPORT void autocdc_launcher_main(Datum arg);
 PGDLLEXPORT void autocdc_worker_main(Datum arg);
 
@@ -347,23 +345,17 @@ exclusive_database(Node *parsetree)
 	return NULL;
 }
 
-/* ProcessUtility hook: step aside before database-level DDL. */
-static void
-worker_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
-					  bool readOnlyTree, ProcessUtilityContext context,
-					  ParamListInfo params, QueryEnvironment *queryEnv,
-					  DestReceiver *dest, QueryCompletion *qc)
+/*
+ * Before a utility statement (guard.c's hook): step aside when it is
+ * database-level DDL that needs this worker's database to itself.
+ */
+void
+worker_before_utility(Node *stmt)
 {
-	char	   *dbname = exclusive_database(pstmt->utilityStmt);
+	char	   *dbname = exclusive_database(stmt);
 
 	if (dbname != NULL)
 		step_aside(dbname);
-	if (prev_ProcessUtility)
-		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
-							queryEnv, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
-								queryEnv, dest, qc);
 }
 
 /* ----------------------------------------------------------------
@@ -891,8 +883,6 @@ worker_init(void)
 							PGC_SIGHUP, GUC_UNIT_MIN, NULL, NULL, NULL);
 
 	RegisterXactCallback(worker_xact_callback, NULL);
-	prev_ProcessUtility = ProcessUtility_hook;
-	ProcessUtility_hook = worker_ProcessUtility;
 
 	/* pg_upgrade's servers must not create slots or touch flows */
 	if (IsBinaryUpgrade)

@@ -237,6 +237,16 @@ ok( $node->poll_query_until('postgres',
 		q{SELECT string_agg(k || v, ',' ORDER BY k) FROM s1 WHERE __end_at IS NULL}, '1a,2b'),
 	's1 (table snapshot, worker) applied at 0.1');
 
+# 0.1 let a feed become unlogged under its flow: its inserts then reach no WAL
+$node->safe_psql('postgres', q{
+	CREATE TABLE ufeed (k int, seq int);
+	SELECT autocdc.create_flow('u1', 'ufeed', '{k}', 'seq', continuous => false);
+	INSERT INTO ufeed VALUES (1, 1);
+	SELECT * FROM autocdc.run_flow('u1');
+	ALTER TABLE ufeed SET UNLOGGED;
+	INSERT INTO ufeed VALUES (2, 2);
+});
+
 # events the 0.1 library never applies: the worker is off meanwhile
 $node->append_conf('postgresql.conf', 'autocdc.enabled = off');
 $node->reload;
@@ -268,7 +278,7 @@ like($err, qr/HINT:  Run ALTER EXTENSION autocdc UPDATE/, '... with the hint');
 ($ret, $out, $err) = $node->psql('postgres',
 	q{SELECT autocdc.create_flow('t9', 'feed', '{k}', 'seq')});
 like($err, qr/ALTER EXTENSION autocdc UPDATE/, 'create_flow refuses too');
-is($node->safe_psql('postgres', q{SELECT count(*) FROM autocdc.flows}), '7',
+is($node->safe_psql('postgres', q{SELECT count(*) FROM autocdc.flows}), '8',
 	'autocdc.flows (0.1) still answers');
 my $unapplied = $node->safe_psql('postgres', q{
 	SELECT sum(num_events) FROM autocdc.flows WHERE name = 't2'});
@@ -285,8 +295,17 @@ is( $node->safe_psql('postgres', q{
 		 WHERE name IN ('t1', 't2', 't3', 'r1', 'backfill')}),
 	join(',', 'backfill=3', map { "$_=" . scalar(@events) } qw(r1 t1 t2 t3)),
 	'every event was applied exactly once by each flow (num_events)');
-is($node->safe_psql('postgres', q{SELECT count(*) FROM autocdc.flows WHERE state <> 'idle'}), '0',
+is($node->safe_psql('postgres', q{SELECT count(*) FROM autocdc.flows WHERE state <> 'idle' AND name <> 'u1'}), '0',
 	'every flow is idle');
+
+# the feed made unlogged under 0.1 stops its flow instead of skipping rows
+($ret, $out, $err) = $node->psql('postgres', q{SELECT * FROM autocdc.run_flow('u1')});
+like($err, qr/flow "u1": table "ufeed" of its source is not a logged table/,
+	'a flow whose feed became unlogged fails');
+like($err, qr/SET LOGGED\), then run SELECT autocdc\.full_refresh\('u1'\)/, '... with the way out');
+$node->safe_psql('postgres', q{ALTER TABLE ufeed SET LOGGED; SELECT * FROM autocdc.full_refresh('u1')});
+is($node->safe_psql('postgres', 'SELECT string_agg(k::text, \',\' ORDER BY k) FROM u1'), '1,2',
+	'after SET LOGGED and full_refresh the flow has every row');
 
 $node->safe_psql('postgres', q{
 	CREATE TABLE snap_2 (k int, v text);
