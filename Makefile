@@ -15,7 +15,7 @@ PROVE_TESTS = test/t/*.pl
 AUTOCDC_VERSION := $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(dir $(firstword $(MAKEFILE_LIST)))autocdc.control)
 PG_CPPFLAGS = -I$(srcdir)/src -DAUTOCDC_VERSION='"$(AUTOCDC_VERSION)"'
 # PGXS's own CFLAGS (optimisation, -fwrapv...) stay; ours are added to them
-PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
+PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
@@ -25,6 +25,6 @@ include $(PGXS)
 PG_PROVE_FLAGS += -I $(srcdir)/test/t
 
 # every object depends on the shared headers
-$(OBJS): src/autocdc.h src/compat.h
+$(OBJS): $(wildcard $(dir $(firstword $(MAKEFILE_LIST)))src/*.h)
 # the library version comes from the control file
 src/autocdc.o src/worker.o: autocdc.control

@@ -42,6 +42,10 @@ DROP VIEW autocdc.flows;
 DROP VIEW autocdc.flow_runs;
 DROP FUNCTION autocdc._pending_errors();
 
+-- the advisory lock class that marks a flow being applied (pg_locks.objsubid)
+CREATE FUNCTION autocdc_internal._lock_class() RETURNS int
+	LANGUAGE C IMMUTABLE STRICT AS 'MODULE_PATHNAME', 'autocdc_lock_class';
+
 -- failed runs whose error is still in shared memory (the view shows them at once)
 CREATE FUNCTION autocdc_internal._pending_errors(OUT flow_id int, OUT error text, OUT at timestamptz)
 	RETURNS SETOF record
@@ -65,8 +69,8 @@ SELECT f.name,
 						 WHERE k.locktype = 'advisory' AND k.granted
 						   AND k.database = (SELECT d.oid FROM pg_catalog.pg_database d
 											  WHERE d.datname = pg_catalog.current_database())
-						   AND k.classid = (pg_catalog.hashtext(f.name COLLATE "C")::bigint & 4294967295)::text::oid
-						   AND k.objid = 1633903715 AND k.objsubid = 3) THEN 'running'
+						   AND k.classid = f.id::pg_catalog.oid AND k.objid = 0
+						   AND k.objsubid = autocdc_internal._lock_class()) THEN 'running'
 		   ELSE 'idle'
 	   END AS state,
 	   coalesce(pe.error, s.last_error) AS last_error,
@@ -111,3 +115,18 @@ SELECT r.id, r.flow, r.started_at, r.finished_at, r.num_events, r.num_upserted_r
 				WHERE f.id = r.flow_id AND pg_catalog.pg_has_role(CURRENT_USER, f.owner, 'USAGE'));
 
 GRANT SELECT ON autocdc.flows, autocdc.flow_runs TO PUBLIC;
+
+/*
+ * 0.1 stored an SCD 2 flow's empty set of tracked columns (a track list of
+ * none, or an except list of every non-key column) as NULL, which means
+ * "all": with nothing tracked, every upsert keeps its version's start.
+ */
+UPDATE autocdc.flow SET track_columns = '{}'
+ WHERE scd_type = '2' AND track_columns IS NULL
+   AND (cardinality(track_history_column_list) = 0
+		OR (track_history_except_column_list IS NOT NULL
+			AND (SELECT pg_catalog.array_agg((pg_catalog.parse_ident(e))[1])
+				   FROM pg_catalog.unnest(track_history_except_column_list) e)
+				OPERATOR(pg_catalog.@>)
+				ARRAY(SELECT c::pg_catalog.text FROM pg_catalog.unnest(columns) c
+					   WHERE c OPERATOR(pg_catalog.<>) ALL (keys))));

@@ -287,6 +287,10 @@ CREATE FUNCTION autocdc.execute(statements text) RETURNS SETOF text
 /* views                                                            */
 /* ---------------------------------------------------------------- */
 
+-- the advisory lock class that marks a flow being applied (pg_locks.objsubid)
+CREATE FUNCTION autocdc_internal._lock_class() RETURNS int
+	LANGUAGE C IMMUTABLE STRICT AS 'MODULE_PATHNAME', 'autocdc_lock_class';
+
 -- failed runs whose error is still in shared memory (the view shows them at once)
 CREATE FUNCTION autocdc_internal._pending_errors(OUT flow_id int, OUT error text, OUT at timestamptz)
 	RETURNS SETOF record
@@ -310,8 +314,8 @@ SELECT f.name,
 						 WHERE k.locktype = 'advisory' AND k.granted
 						   AND k.database = (SELECT d.oid FROM pg_catalog.pg_database d
 											  WHERE d.datname = pg_catalog.current_database())
-						   AND k.classid = (pg_catalog.hashtext(f.name COLLATE "C")::bigint & 4294967295)::text::oid
-						   AND k.objid = 1633903715 AND k.objsubid = 3) THEN 'running'
+						   AND k.classid = f.id::pg_catalog.oid AND k.objid = 0
+						   AND k.objsubid = autocdc_internal._lock_class()) THEN 'running'
 		   ELSE 'idle'
 	   END AS state,
 	   coalesce(pe.error, s.last_error) AS last_error,

@@ -67,36 +67,21 @@
 #define ItemPointerGetDatum(X) PointerGetDatum(X)
 #endif
 
-#include "autocdc.h"
+#include "apply.h"
+#include "batch.h"
+#include "catalog.h"
 #include "compat.h"
+#include "fold.h"
+#include "kind.h"
+#include "layout.h"
+#include "storage.h"
+#include "util.h"
 
-/* One row of the merged stream: a target row (src 0) or an event. */
-typedef struct Ev
-{
-	int			src;			/* 0 target row, 1 state event, 2 new event, 3 truncate */
-	ItemPointerData tid;
-	Datum		seq;			/* event sequence, or target __start_at */
-	bool		seqnull;
-	Datum		end;			/* target __end_at */
-	bool		endnull;
-	XLogRecPtr	lsn;
-	int64		ord;
-	char		kind;
-	Datum	   *vals;			/* data columns */
-	bool	   *nulls;
-	bool		dead;			/* tie loser */
-	HeapTuple	tup;			/* a new event's state row, when formed */
-} Ev;
-
-/* A version or SCD 1 row produced by the fold. */
-typedef struct OutRow
-{
-	Datum	   *vals;
-	bool	   *nulls;
-	Datum		start;
-	Datum		end;
-	bool		endnull;
-} OutRow;
+/* tmap values other than a data column */
+#define TMAP_NONE (-100)
+#define TMAP_PERIOD(p) (-1 - (p))
+#define TMAP_IS_PERIOD(m) ((m) < 0 && (m) > TMAP_NONE)
+#define TMAP_PERIOD_OF(m) (-1 - (m))
 
 typedef struct ApplyCtx
 {
@@ -106,25 +91,12 @@ typedef struct ApplyCtx
 	TupleDesc	sdesc;			/* state */
 	Oid			ttype;
 	Oid			stype;
-	int			ndata;			/* data columns (state order) */
-	int		   *dattno;		/* data idx -> state attribute index */
-	int			bk[5];			/* state index of seq, lsn, ord, kind, at */
-	char	  **dnames;
-	Oid		   *dtypes;
-	Oid		   *dcolls;
-	bool	   *is_key;
-	bool	   *tracked;
-	bool	   *selected;		/* selected by this flow */
-	int			nkeys;
-	int		   *keyidx;
-	FmgrInfo   *eqfn;			/* per data column; fn_oid 0: compare text */
-	FmgrInfo   *outfn;
-	FmgrInfo	seqcmp;
-	Oid			seqcoll;
-	bool		seqbyval;
-	int16		seqlen;
-	bool		seq_is_row;
-	int		   *tmap;			/* target attno-1 -> data idx, -1 start, -2 end, -3 none */
+	const StorageKind *kind;
+	FoldCols	c;				/* the data columns and the sequence */
+	int		   *dattno;			/* data idx -> state attribute index */
+	int			bk[STATE_NCOLUMNS]; /* state attribute index of each StateColumn */
+	int		   *tmap;			/* target attno-1 -> data idx, TMAP_PERIOD(p), or
+								 * TMAP_NONE */
 	/* truncates, sorted */
 	Ev		  **truncs;
 	int			ntruncs;
@@ -179,7 +151,6 @@ typedef struct KeyEntry
 	bool		done;			/* folded */
 } KeyEntry;
 
-static char *qualified(Oid relid);
 static void put_state_row(ApplyCtx *a, Tuplestorestate *ts, Datum *dvals, bool *dnulls,
 						  Datum seq, XLogRecPtr lsn, int64 ord, char kind);
 static HeapTuple form_state_tuple(ApplyCtx *a, Datum *dvals, bool *dnulls,
@@ -198,102 +169,6 @@ push_tid(MemoryContext cxt, ItemPointerData **arr, int *n, int *max, ItemPointer
 	(*arr)[(*n)++] = *tid;
 }
 
-/* Compare two sequence values with the type's btree order. */
-static int
-seq_compare(ApplyCtx *a, Datum x, Datum y)
-{
-	return DatumGetInt32(FunctionCall2Coll(&a->seqcmp, a->seqcoll, x, y));
-}
-
-/* Order of events: (sequence, lsn, ord). */
-static int
-event_compare(ApplyCtx *a, Ev *x, Ev *y)
-{
-	int			c = seq_compare(a, x->seq, y->seq);
-
-	if (c != 0)
-		return c;
-	if (x->lsn != y->lsn)
-		return x->lsn < y->lsn ? -1 : 1;
-	if (x->ord != y->ord)
-		return x->ord < y->ord ? -1 : 1;
-	return 0;
-}
-
-/* qsort_arg comparator for arrays of events (Ev *), by event_compare. */
-static int
-ev_qsort_cmp(const void *x, const void *y, void *arg)
-{
-	return event_compare((ApplyCtx *) arg, *(Ev **) x, *(Ev **) y);
-}
-
-/* Are two values of data column i equal (NULL equals NULL)? */
-static bool
-column_equal(ApplyCtx *a, int i, Datum x, bool xnull, Datum y, bool ynull)
-{
-	if (xnull || ynull)
-		return xnull && ynull;
-	if (OidIsValid(a->eqfn[i].fn_oid))
-		return DatumGetBool(FunctionCall2Coll(&a->eqfn[i], a->dcolls[i], x, y));
-	return strcmp(OutputFunctionCall(&a->outfn[i], x),
-				  OutputFunctionCall(&a->outfn[i], y)) == 0;
-}
-
-/* Equal sequences (NULL equals NULL)? */
-static bool
-seq_equal(ApplyCtx *a, Datum x, bool xnull, Datum y, bool ynull)
-{
-	if (xnull || ynull)
-		return xnull && ynull;
-	return seq_compare(a, x, y) == 0;
-}
-
-/* Text "(k1, k2)=(v1, v2)" naming the key of an event, for messages. */
-static char *
-key_text(ApplyCtx *a, Datum *vals, bool *nulls)
-{
-	StringInfoData n,
-				v;
-	int			k;
-
-	initStringInfo(&n);
-	initStringInfo(&v);
-	for (k = 0; k < a->nkeys; k++)
-	{
-		int			i = a->keyidx[k];
-
-		appendStringInfo(&n, "%s%s", k ? ", " : "", quote_identifier(a->dnames[i]));
-		appendStringInfo(&v, "%s%s", k ? ", " : "",
-						 nulls[i] ? "null" : OutputFunctionCall(&a->outfn[i], vals[i]));
-	}
-	return psprintf("(%s)=(%s)", n.data, v.data);
-}
-
-/* Is a sequence NULL (a ROW sequence with any NULL field counts)? */
-static bool
-seq_is_null(ApplyCtx *a, Datum seq, bool isnull)
-{
-	HeapTupleHeader rec;
-	TupleDesc	desc;
-	HeapTupleData tup;
-	int			i;
-	bool		result = false;
-
-	if (isnull)
-		return true;
-	if (!a->seq_is_row)
-		return false;
-	rec = DatumGetHeapTupleHeader(seq);
-	desc = lookup_rowtype_tupdesc(HeapTupleHeaderGetTypeId(rec), HeapTupleHeaderGetTypMod(rec));
-	tup.t_len = HeapTupleHeaderGetDatumLength(rec);
-	tup.t_data = rec;
-	for (i = 0; i < desc->natts; i++)
-		if (!TupleDescAttr(desc, i)->attisdropped && heap_attisnull(&tup, i + 1, desc))
-			result = true;
-	ReleaseTupleDesc(desc);
-	return result;
-}
-
 /* Set up column metadata for a flow's target and state. */
 static void
 apply_setup(ApplyCtx *a, FlowDef *flow)
@@ -305,7 +180,9 @@ apply_setup(ApplyCtx *a, FlowDef *flow)
 	TypeCacheEntry *tc;
 
 	a->flow = flow;
-	a->staterel = catalog_state_relid(flow->target_id);
+	a->kind = storage_kind(flow->scd);
+	a->c.ignore_nulls = flow->ignore_nulls;
+	a->staterel = storage_state_relid(flow->target_id);
 	if (!OidIsValid(a->staterel))
 		elog(ERROR, "hidden state of flow \"%s\" is missing", flow->name);
 	srel = table_open(a->staterel, AccessShareLock);
@@ -320,97 +197,86 @@ apply_setup(ApplyCtx *a, FlowDef *flow)
 
 	/* data columns by name; bookkeeping columns wherever they are */
 	a->dattno = palloc(sizeof(int) * a->sdesc->natts);
-	a->ndata = 0;
-	for (i = 0; i < 5; i++)
+	a->c.ndata = 0;
+	for (i = 0; i < STATE_NCOLUMNS; i++)
 		a->bk[i] = -1;
 	for (i = 0; i < a->sdesc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(a->sdesc, i);
-		const char *bkname[5] = {"__autocdc_seq", "__autocdc_lsn", "__autocdc_ord",
-		"__autocdc_kind", "__autocdc_at"};
 		bool		bookkeeping = false;
 
 		if (att->attisdropped)
 			continue;
-		for (k = 0; k < 5; k++)
-			if (strcmp(NameStr(att->attname), bkname[k]) == 0)
+		for (k = 0; k < STATE_NCOLUMNS; k++)
+			if (strcmp(NameStr(att->attname), state_columns[k].name) == 0)
 			{
 				a->bk[k] = i;
 				bookkeeping = true;
 			}
 		if (!bookkeeping)
-			a->dattno[a->ndata++] = i;
+			a->dattno[a->c.ndata++] = i;
 	}
-	for (i = 0; i < 5; i++)
+	for (i = 0; i < STATE_NCOLUMNS; i++)
 	{
-		static const Oid bktypes[5] = {InvalidOid, LSNOID, INT8OID, CHAROID, TIMESTAMPTZOID};
-		Oid			want = i == 0 ? flow->seq_type : bktypes[i];
+		Oid			want = i == STATE_SEQ ? flow->seq_type : state_columns[i].type;
 
 		if (a->bk[i] < 0 || TupleDescAttr(a->sdesc, a->bk[i])->atttypid != want)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
 					 errmsg("hidden state %s of flow \"%s\" has been altered",
-							qualified(a->staterel), flow->name),
+							qualified_relname(a->staterel), flow->name),
 					 errdetail("Its bookkeeping column %s is missing or has another type.",
-							   i == 0 ? "__autocdc_seq" : i == 1 ? "__autocdc_lsn" :
-							   i == 2 ? "__autocdc_ord" : i == 3 ? "__autocdc_kind" : "__autocdc_at"),
+							   state_columns[i].name),
 					 errhint("Drop the flow and create it again.")));
 	}
-	a->dnames = palloc(sizeof(char *) * a->ndata);
-	a->dtypes = palloc(sizeof(Oid) * a->ndata);
-	a->dcolls = palloc(sizeof(Oid) * a->ndata);
-	a->is_key = palloc0(sizeof(bool) * a->ndata);
-	a->tracked = palloc0(sizeof(bool) * a->ndata);
-	a->selected = palloc0(sizeof(bool) * a->ndata);
-	a->eqfn = palloc0(sizeof(FmgrInfo) * a->ndata);
-	a->outfn = palloc0(sizeof(FmgrInfo) * a->ndata);
-	a->nkeys = list_length(flow->keys);
-	a->keyidx = palloc(sizeof(int) * a->nkeys);
-	for (i = 0; i < a->ndata; i++)
+	a->c.dnames = palloc(sizeof(char *) * a->c.ndata);
+	a->c.dtypes = palloc(sizeof(Oid) * a->c.ndata);
+	a->c.dcolls = palloc(sizeof(Oid) * a->c.ndata);
+	a->c.is_key = palloc0(sizeof(bool) * a->c.ndata);
+	a->c.tracked = palloc0(sizeof(bool) * a->c.ndata);
+	a->c.selected = palloc0(sizeof(bool) * a->c.ndata);
+	a->c.eqfn = palloc0(sizeof(FmgrInfo) * a->c.ndata);
+	a->c.outfn = palloc0(sizeof(FmgrInfo) * a->c.ndata);
+	a->c.nkeys = list_length(flow->keys);
+	a->c.keyidx = palloc(sizeof(int) * a->c.nkeys);
+	for (i = 0; i < a->c.ndata; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(a->sdesc, a->dattno[i]);
 		Oid			outf;
 		bool		varlena;
 		ListCell   *lc;
 
-		a->dnames[i] = pstrdup(NameStr(att->attname));
-		a->dtypes[i] = att->atttypid;
-		a->dcolls[i] = att->attcollation;
+		a->c.dnames[i] = pstrdup(NameStr(att->attname));
+		a->c.dtypes[i] = att->atttypid;
+		a->c.dcolls[i] = att->attcollation;
 		k = 0;
 		foreach(lc, flow->keys)
 		{
-			if (strcmp(lfirst(lc), a->dnames[i]) == 0)
+			if (strcmp(lfirst(lc), a->c.dnames[i]) == 0)
 			{
-				a->is_key[i] = true;
-				a->keyidx[k] = i;
+				a->c.is_key[i] = true;
+				a->c.keyidx[k] = i;
 			}
 			k++;
 		}
 		foreach(lc, flow->columns)
-			if (strcmp(lfirst(lc), a->dnames[i]) == 0)
-				a->selected[i] = true;
-		if (!a->is_key[i])
-		{
-			if (flow->track == NIL)
-				a->tracked[i] = true;
-			else
-				foreach(lc, flow->track)
-					if (strcmp(lfirst(lc), a->dnames[i]) == 0)
-						a->tracked[i] = true;
-		}
+			if (strcmp(lfirst(lc), a->c.dnames[i]) == 0)
+				a->c.selected[i] = true;
+		if (!a->c.is_key[i])
+			a->c.tracked[i] = flow->track_all || name_in_list(flow->track, a->c.dnames[i]);
 		tc = lookup_type_cache(att->atttypid, TYPECACHE_EQ_OPR_FINFO);
 		if (OidIsValid(tc->eq_opr_finfo.fn_oid))
-			fmgr_info_copy(&a->eqfn[i], &tc->eq_opr_finfo, CurrentMemoryContext);
+			fmgr_info_copy(&a->c.eqfn[i], &tc->eq_opr_finfo, CurrentMemoryContext);
 		getTypeOutputInfo(att->atttypid, &outf, &varlena);
-		fmgr_info(outf, &a->outfn[i]);
+		fmgr_info(outf, &a->c.outfn[i]);
 	}
 	tc = lookup_type_cache(flow->seq_type, TYPECACHE_CMP_PROC_FINFO);
 	if (!OidIsValid(tc->cmp_proc_finfo.fn_oid))
 		elog(ERROR, "sequence type %u has no comparison function", flow->seq_type);
-	fmgr_info_copy(&a->seqcmp, &tc->cmp_proc_finfo, CurrentMemoryContext);
-	a->seqcoll = TupleDescAttr(a->sdesc, a->bk[0])->attcollation;
-	a->seq_is_row = type_is_rowtype(flow->seq_type);
-	get_typlenbyval(flow->seq_type, &a->seqlen, &a->seqbyval);
+	fmgr_info_copy(&a->c.seqcmp, &tc->cmp_proc_finfo, CurrentMemoryContext);
+	a->c.seqcoll = TupleDescAttr(a->sdesc, a->bk[STATE_SEQ])->attcollation;
+	a->c.seq_is_row = type_is_rowtype(flow->seq_type);
+	get_typlenbyval(flow->seq_type, &a->c.seqlen, &a->c.seqbyval);
 
 	a->tmap = palloc(sizeof(int) * a->tdesc->natts);
 	for (i = 0; i < a->tdesc->natts; i++)
@@ -418,27 +284,25 @@ apply_setup(ApplyCtx *a, FlowDef *flow)
 		Form_pg_attribute att = TupleDescAttr(a->tdesc, i);
 		int			j;
 
-		a->tmap[i] = -3;
+		a->tmap[i] = TMAP_NONE;
 		if (att->attisdropped)
 			continue;
-		if (flow->scd == '2' && strcmp(NameStr(att->attname), "__start_at") == 0)
-			a->tmap[i] = -1;
-		else if (flow->scd == '2' && strcmp(NameStr(att->attname), "__end_at") == 0)
-			a->tmap[i] = -2;
-		else
-			for (j = 0; j < a->ndata; j++)
-				if (strcmp(NameStr(att->attname), a->dnames[j]) == 0)
-					a->tmap[i] = j;
+		for (j = 0; j < a->kind->nperiods; j++)
+			if (strcmp(NameStr(att->attname), a->kind->periods[j]) == 0)
+				a->tmap[i] = TMAP_PERIOD(j);
+		for (j = 0; j < a->c.ndata && a->tmap[i] == TMAP_NONE; j++)
+			if (strcmp(NameStr(att->attname), a->c.dnames[j]) == 0)
+				a->tmap[i] = j;
 
 		/* target rows are formed from the state's values: the types must agree */
-		if ((a->tmap[i] >= 0 && att->atttypid != a->dtypes[a->tmap[i]]) ||
-			((a->tmap[i] == -1 || a->tmap[i] == -2) && att->atttypid != flow->seq_type))
+		if ((a->tmap[i] >= 0 && att->atttypid != a->c.dtypes[a->tmap[i]]) ||
+			(TMAP_IS_PERIOD(a->tmap[i]) && att->atttypid != flow->seq_type))
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
 					 errmsg("column \"%s\" of target \"%s\" has type %s, but flow \"%s\" writes type %s",
 							NameStr(att->attname), get_rel_name(flow->target),
 							format_type_be(att->atttypid), flow->name,
-							format_type_be(a->tmap[i] >= 0 ? a->dtypes[a->tmap[i]] : flow->seq_type)),
+							format_type_be(a->tmap[i] >= 0 ? a->c.dtypes[a->tmap[i]] : flow->seq_type)),
 					 errhint("Change the column back, or drop the flow and create it again.")));
 	}
 }
@@ -451,22 +315,14 @@ data_list(ApplyCtx *a, const char *prefix, bool only_keys)
 	int			i;
 
 	initStringInfo(&buf);
-	for (i = 0; i < a->ndata; i++)
+	for (i = 0; i < a->c.ndata; i++)
 	{
-		if (only_keys && !a->is_key[i])
+		if (only_keys && !a->c.is_key[i])
 			continue;
 		appendStringInfo(&buf, "%s%s%s", buf.len ? ", " : "", prefix,
-						 quote_identifier(a->dnames[i]));
+						 quote_identifier(a->c.dnames[i]));
 	}
 	return buf.data;
-}
-
-/* Qualified name of a relation. */
-static char *
-qualified(Oid relid)
-{
-	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
-									  get_rel_name(relid));
 }
 
 /* dynahash callback: hash of a key (an array of key-column Datums). */
@@ -478,12 +334,12 @@ key_hash(const void *key, Size keysize)
 	uint32		h = 0;
 	int			k;
 
-	for (k = 0; k < a->nkeys; k++)
+	for (k = 0; k < a->c.nkeys; k++)
 	{
-		int			i = a->keyidx[k];
+		int			i = a->c.keyidx[k];
 
 		h = (h << 1) | (h >> 31);
-		h ^= DatumGetUInt32(FunctionCall1Coll(&a->keyhashfn[k], a->dcolls[i], vals[k]));
+		h ^= DatumGetUInt32(FunctionCall1Coll(&a->keyhashfn[k], a->c.dcolls[i], vals[k]));
 	}
 	return h;
 }
@@ -497,8 +353,8 @@ key_match(const void *key1, const void *key2, Size keysize)
 	Datum	   *v2 = *(Datum *const *) key2;
 	int			k;
 
-	for (k = 0; k < a->nkeys; k++)
-		if (!column_equal(a, a->keyidx[k], v1[k], false, v2[k], false))
+	for (k = 0; k < a->c.nkeys; k++)
+		if (!fold_column_equal(&a->c, a->c.keyidx[k], v1[k], false, v2[k], false))
 			return 1;
 	return 0;
 }
@@ -513,23 +369,23 @@ keys_setup(ApplyCtx *a)
 	HASHCTL		ctl;
 	int			k;
 
-	a->keyhashfn = palloc0(sizeof(FmgrInfo) * a->nkeys);
-	for (k = 0; k < a->nkeys; k++)
+	a->keyhashfn = palloc0(sizeof(FmgrInfo) * a->c.nkeys);
+	for (k = 0; k < a->c.nkeys; k++)
 	{
-		TypeCacheEntry *tc = lookup_type_cache(a->dtypes[a->keyidx[k]],
+		TypeCacheEntry *tc = lookup_type_cache(a->c.dtypes[a->c.keyidx[k]],
 											   TYPECACHE_HASH_PROC_FINFO);
 
 		if (!OidIsValid(tc->hash_proc_finfo.fn_oid))
 			return;
 		fmgr_info_copy(&a->keyhashfn[k], &tc->hash_proc_finfo, a->cxt);
 	}
-	a->keydesc = CreateTemplateTupleDesc(a->nkeys);
-	for (k = 0; k < a->nkeys; k++)
+	a->keydesc = CreateTemplateTupleDesc(a->c.nkeys);
+	for (k = 0; k < a->c.nkeys; k++)
 	{
-		int			i = a->keyidx[k];
+		int			i = a->c.keyidx[k];
 		Form_pg_attribute att = TupleDescAttr(a->sdesc, a->dattno[i]);
 
-		TupleDescInitEntry(a->keydesc, k + 1, a->dnames[i], att->atttypid, att->atttypmod, 0);
+		TupleDescInitEntry(a->keydesc, k + 1, a->c.dnames[i], att->atttypid, att->atttypmod, 0);
 		TupleDescInitEntryCollation(a->keydesc, k + 1, att->attcollation);
 	}
 	a->keydesc = BlessTupleDesc(a->keydesc);
@@ -543,7 +399,7 @@ keys_setup(ApplyCtx *a)
 	a->keyhash = hash_create("autocdc keys", 1024, &ctl,
 							 HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_CONTEXT);
 	hashing_ctx = a;
-	a->last_only = (a->flow->scd == '1' && !a->flow->ignore_nulls);
+	a->last_only = a->kind->last_event_decides(&a->c);
 	a->inmem = true;
 }
 
@@ -557,19 +413,19 @@ keys_add(ApplyCtx *a, Datum *values, bool *nulls)
 	bool		found;
 	int			k;
 
-	for (k = 0; k < a->nkeys; k++)
-		probe[k] = values[a->keyidx[k]];
+	for (k = 0; k < a->c.nkeys; k++)
+		probe[k] = values[a->c.keyidx[k]];
 	hashing_ctx = a;
 	entry = hash_search(a->keyhash, &probep, HASH_ENTER, &found);
 	if (!found)
 	{
 		MemoryContext old = MemoryContextSwitchTo(a->cxt);
-		Datum	   *copy = palloc(sizeof(Datum) * a->nkeys);
+		Datum	   *copy = palloc(sizeof(Datum) * a->c.nkeys);
 		bool		knulls[INDEX_MAX_KEYS];
 
-		for (k = 0; k < a->nkeys; k++)
+		for (k = 0; k < a->c.nkeys; k++)
 		{
-			Form_pg_attribute att = TupleDescAttr(a->sdesc, a->dattno[a->keyidx[k]]);
+			Form_pg_attribute att = TupleDescAttr(a->sdesc, a->dattno[a->c.keyidx[k]]);
 
 			copy[k] = datumCopy(probe[k], att->attbyval, att->attlen);
 			knulls[k] = false;
@@ -636,19 +492,19 @@ static void
 check_event_shape(ApplyCtx *a, TupleDesc desc)
 {
 	int			i;
-	bool		ok = desc->natts == a->ndata + 4;
+	bool		ok = desc->natts == a->c.ndata + 4;
 
-	for (i = 0; ok && i < a->ndata; i++)
-		ok = TupleDescAttr(desc, i)->atttypid == a->dtypes[i];
-	ok = ok && TupleDescAttr(desc, a->ndata)->atttypid == a->flow->seq_type &&
-		TupleDescAttr(desc, a->ndata + 1)->atttypid == LSNOID &&
-		TupleDescAttr(desc, a->ndata + 2)->atttypid == INT8OID &&
-		TupleDescAttr(desc, a->ndata + 3)->atttypid == CHAROID;
+	for (i = 0; ok && i < a->c.ndata; i++)
+		ok = TupleDescAttr(desc, i)->atttypid == a->c.dtypes[i];
+	ok = ok && TupleDescAttr(desc, a->c.ndata)->atttypid == a->flow->seq_type &&
+		TupleDescAttr(desc, a->c.ndata + 1)->atttypid == LSNOID &&
+		TupleDescAttr(desc, a->c.ndata + 2)->atttypid == INT8OID &&
+		TupleDescAttr(desc, a->c.ndata + 3)->atttypid == CHAROID;
 	if (!ok)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("flow \"%s\": the columns of its source no longer match its hidden state %s",
-						a->flow->name, qualified(a->staterel)),
+						a->flow->name, qualified_relname(a->staterel)),
 				 errhint("Run SELECT autocdc.full_refresh(%s), or drop the flow and create it again.",
 						 quote_literal_cstr(a->flow->name))));
 }
@@ -670,43 +526,43 @@ classify_row(HeapTuple tup, TupleDesc desc, void *arg)
 	if (cs->n == 0)
 		check_event_shape(a, desc);
 	heap_deform_tuple(tup, desc, values, nulls);
-	kind = DatumGetChar(values[a->ndata + 3]);
-	lsn = DatumGetLSN(values[a->ndata + 1]);
+	kind = DatumGetChar(values[a->c.ndata + 3]);
+	lsn = DatumGetLSN(values[a->c.ndata + 1]);
 	cs->n++;
-	if (seq_is_null(a, values[a->ndata], nulls[a->ndata]))
+	if (fold_seq_is_null(&a->c, values[a->c.ndata], nulls[a->c.ndata]))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("flow \"%s\": event with key %s has a null sequence",
-						f->name, key_text(a, values, nulls)),
+						f->name, fold_key_text(&a->c, values, nulls)),
 				 errdetail("The event's source transaction committed at LSN %X/%X.",
 						   LSN_FORMAT_ARGS(lsn)),
 				 errhint("Pass it with SELECT autocdc.skip_events(%s, '%X/%X'), or recreate the flow with a sequence that is never null.",
 						 quote_literal_cstr(f->name), LSN_FORMAT_ARGS(lsn))));
-	if (kind == 't')
+	if (kind == EVENT_TRUNCATE)
 	{
 		Ev		   *t = palloc0(sizeof(Ev));
 
-		for (i = 0; i < a->ndata; i++)
+		for (i = 0; i < a->c.ndata; i++)
 			nulls[i] = true;
-		t->src = 3;
-		t->seq = datumCopy(values[a->ndata], a->seqbyval, a->seqlen);
+		t->src = EV_TRUNCATE;
+		t->seq = datumCopy(values[a->c.ndata], a->c.seqbyval, a->c.seqlen);
 		t->lsn = lsn;
-		t->ord = DatumGetInt64(values[a->ndata + 2]);
-		t->kind = 't';
+		t->ord = DatumGetInt64(values[a->c.ndata + 2]);
+		t->kind = EVENT_TRUNCATE;
 		cs->truncs = lappend(cs->truncs, t);
 	}
 	else
-		for (i = 0; i < a->nkeys; i++)
-			if (nulls[a->keyidx[i]])
+		for (i = 0; i < a->c.nkeys; i++)
+			if (nulls[a->c.keyidx[i]])
 				ereport(ERROR,
 						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 						 errmsg("flow \"%s\": event with key %s has a null key column",
-								f->name, key_text(a, values, nulls)),
+								f->name, fold_key_text(&a->c, values, nulls)),
 						 errdetail("The event's source transaction committed at LSN %X/%X.",
 								   LSN_FORMAT_ARGS(lsn)),
 						 errhint("Pass it with SELECT autocdc.skip_events(%s, '%X/%X').",
 								 quote_literal_cstr(f->name), LSN_FORMAT_ARGS(lsn))));
-	if (kind != 't' && a->keyhash != NULL)
+	if (kind != EVENT_TRUNCATE && a->keyhash != NULL)
 	{
 		KeyEntry   *entry = keys_add(a, values, nulls);
 		MemoryContext old;
@@ -715,7 +571,7 @@ classify_row(HeapTuple tup, TupleDesc desc, void *arg)
 		/* rows come in arrival order: a later row with an equal sequence wins */
 		if (a->last_only)
 		{
-			if (entry->nevs == 0 || seq_compare(a, values[a->ndata], entry->seq) >= 0)
+			if (entry->nevs == 0 || fold_seq_compare(&a->c, values[a->c.ndata], entry->seq) >= 0)
 			{
 				old = MemoryContextSwitchTo(a->cxt);
 				if (entry->nevs == 0)
@@ -725,8 +581,8 @@ classify_row(HeapTuple tup, TupleDesc desc, void *arg)
 				}
 				else
 					heap_freetuple(entry->evs[0]);
-				entry->evs[0] = form_state_tuple(a, values, nulls, values[a->ndata], lsn,
-												 DatumGetInt64(values[a->ndata + 2]), kind);
+				entry->evs[0] = form_state_tuple(a, values, nulls, values[a->c.ndata], lsn,
+												 DatumGetInt64(values[a->c.ndata + 2]), kind);
 				entry->seq = heap_getattr(entry->evs[0], a->bk[0] + 1, a->sdesc, &isnull);
 				MemoryContextSwitchTo(old);
 			}
@@ -735,8 +591,8 @@ classify_row(HeapTuple tup, TupleDesc desc, void *arg)
 		if (a->inmem)
 		{
 			old = MemoryContextSwitchTo(a->cxt);
-			tup = form_state_tuple(a, values, nulls, values[a->ndata], lsn,
-								   DatumGetInt64(values[a->ndata + 2]), kind);
+			tup = form_state_tuple(a, values, nulls, values[a->c.ndata], lsn,
+								   DatumGetInt64(values[a->c.ndata + 2]), kind);
 			if (entry->nevs >= entry->maxevs)
 			{
 				entry->maxevs = entry->maxevs ? entry->maxevs * 2 : 2;
@@ -751,8 +607,8 @@ classify_row(HeapTuple tup, TupleDesc desc, void *arg)
 			return;
 		}
 	}
-	put_state_row(a, cs->events, values, nulls, values[a->ndata], lsn,
-				  DatumGetInt64(values[a->ndata + 2]), kind);
+	put_state_row(a, cs->events, values, nulls, values[a->c.ndata], lsn,
+				  DatumGetInt64(values[a->c.ndata + 2]), kind);
 }
 
 /* The query that classifies the captured batch (BATCH_SOURCE). */
@@ -766,12 +622,12 @@ classify_sql(ApplyCtx *a)
 
 	initStringInfo(&sql);
 	appendStringInfoString(&sql, "SELECT ");
-	for (i = 0; i < a->ndata; i++)
+	for (i = 0; i < a->c.ndata; i++)
 	{
-		if (a->selected[i])
-			appendStringInfo(&sql, "s.%s, ", quote_identifier(a->dnames[i]));
+		if (a->c.selected[i])
+			appendStringInfo(&sql, "s.%s, ", quote_identifier(a->c.dnames[i]));
 		else
-			appendStringInfo(&sql, "NULL::%s, ", format_type_be_qualified(a->dtypes[i]));
+			appendStringInfo(&sql, "NULL::%s, ", format_type_be_qualified(a->c.dtypes[i]));
 	}
 	appendStringInfo(&sql, "(%s)::%s, s.__autocdc_lsn, s.__autocdc_ord, "
 					 "(CASE WHEN (%s) THEN 't' WHEN (%s) THEN 'd' ELSE 'u' END)::pg_catalog.\"char\" "
@@ -808,8 +664,8 @@ classify(ApplyCtx *a, Tuplestorestate *events, List **truncs, const char *events
 	cs.events = events;
 	cs.truncs = NIL;
 	cs.n = 0;
-	cs.values = palloc(sizeof(Datum) * (a->ndata + 4));
-	cs.nulls = palloc(sizeof(bool) * (a->ndata + 4));
+	cs.values = palloc(sizeof(Datum) * (a->c.ndata + 4));
+	cs.nulls = palloc(sizeof(bool) * (a->c.ndata + 4));
 
 	spi_foreach(events_sql ? events_sql : classify_sql(a), false, classify_row, NULL, &cs);
 	*truncs = cs.truncs;
@@ -822,7 +678,7 @@ load_state_truncates(ApplyCtx *a, List **truncs)
 {
 	char	   *sql = psprintf("SELECT __autocdc_seq, __autocdc_lsn, __autocdc_ord FROM %s "
 							   "WHERE __autocdc_kind OPERATOR(pg_catalog.=) 't'",
-							   qualified(a->staterel));
+							   qualified_relname(a->staterel));
 	uint64		i;
 
 	if (SPI_execute(sql, false, 0) != SPI_OK_SELECT)
@@ -832,12 +688,12 @@ load_state_truncates(ApplyCtx *a, List **truncs)
 		Ev		   *t = palloc0(sizeof(Ev));
 		bool		isnull;
 
-		t->src = 3;
+		t->src = EV_TRUNCATE;
 		t->seq = datumCopy(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull),
-						   a->seqbyval, a->seqlen);
+						   a->c.seqbyval, a->c.seqlen);
 		t->lsn = DatumGetLSN(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
 		t->ord = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3, &isnull));
-		t->kind = 't';
+		t->kind = EVENT_TRUNCATE;
 		*truncs = lappend(*truncs, t);
 	}
 }
@@ -857,7 +713,7 @@ form_state_tuple(ApplyCtx *a, Datum *dvals, bool *dnulls,
 		values[i] = (Datum) 0;
 		nulls[i] = true;
 	}
-	for (i = 0; i < a->ndata; i++)
+	for (i = 0; i < a->c.ndata; i++)
 	{
 		values[a->dattno[i]] = dvals[i];
 		nulls[a->dattno[i]] = dnulls[i];
@@ -916,15 +772,10 @@ emit_target_row(ApplyCtx *a, OutRow *o)
 			values[i] = o->vals[m];
 			nulls[i] = o->nulls[m];
 		}
-		else if (m == -1)
+		else if (TMAP_IS_PERIOD(m))
 		{
-			values[i] = o->start;
-			nulls[i] = false;
-		}
-		else if (m == -2)
-		{
-			values[i] = o->end;
-			nulls[i] = o->endnull;
+			values[i] = o->period[TMAP_PERIOD_OF(m)];
+			nulls[i] = o->periodnull[TMAP_PERIOD_OF(m)];
 		}
 	}
 	tuplestore_putvalues(a->tins, a->tdesc, values, nulls);
@@ -941,30 +792,33 @@ row_equal(ApplyCtx *a, Ev *old, OutRow *o, bool same_image)
 {
 	int			i;
 
-	for (i = 0; i < a->ndata; i++)
+	for (i = 0; i < a->c.ndata; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(a->sdesc, a->dattno[i]);
 
-		if (!column_equal(a, i, old->vals[i], old->nulls[i], o->vals[i], o->nulls[i]))
+		if (!fold_column_equal(&a->c, i, old->vals[i], old->nulls[i], o->vals[i], o->nulls[i]))
 			return false;
 		if (same_image && !old->nulls[i] &&
 			!datum_image_eq(old->vals[i], o->vals[i], att->attbyval, att->attlen))
 			return false;
 	}
-	if (a->flow->scd == '2' &&
-		!seq_equal(a, old->end, old->endnull, o->end, o->endnull))
-		return false;
+	for (i = 0; i < a->kind->nperiods; i++)
+		if (!fold_seq_equal(&a->c, old->period[i], old->periodnull[i],
+							o->period[i], o->periodnull[i]))
+			return false;
 	return true;
 }
 
 /*
- * Fold one key: evs holds its target rows (src 0, first) and its events
- * sorted by (sequence, arrival); truncates are merged in here.
+ * Fold one key: evs holds its target rows (EV_TARGET, first) and its events
+ * sorted by (sequence, arrival); truncates are merged in here.  The storage
+ * kind computes the key's rows; what is written follows from comparing
+ * them with the target's by row identity, and the hidden state keeps what
+ * the kind says.
  */
 static void
 fold_key(ApplyCtx *a, Ev **evs, int nevs)
 {
-	FlowDef    *f = a->flow;
 	int			ntarget = 0,
 				n = 0,
 				i,
@@ -972,11 +826,11 @@ fold_key(ApplyCtx *a, Ev **evs, int nevs)
 				t = 0;
 	Ev		  **seq;
 	OutRow	   *out;
-	int			nout = 0;
+	int			nout;
 	bool	   *matched;
-	Ev		   *last = NULL;
+	Ev		   *last;
 
-	while (ntarget < nevs && evs[ntarget]->src == 0)
+	while (ntarget < nevs && evs[ntarget]->src == EV_TARGET)
 		ntarget++;
 
 	/* merge the key's events with the truncates */
@@ -984,7 +838,7 @@ fold_key(ApplyCtx *a, Ev **evs, int nevs)
 	i = ntarget;
 	while (i < nevs || t < a->ntruncs)
 	{
-		if (t >= a->ntruncs || (i < nevs && event_compare(a, evs[i], a->truncs[t]) <= 0))
+		if (t >= a->ntruncs || (i < nevs && fold_event_compare(&a->c, evs[i], a->truncs[t]) <= 0))
 			seq[n++] = evs[i++];
 		else
 		{
@@ -997,119 +851,11 @@ fold_key(ApplyCtx *a, Ev **evs, int nevs)
 
 	/* ties: of events with equal sequence only the last-arriving exists */
 	for (i = 0; i + 1 < n; i++)
-		if (seq_compare(a, seq[i]->seq, seq[i + 1]->seq) == 0)
+		if (fold_seq_compare(&a->c, seq[i]->seq, seq[i + 1]->seq) == 0)
 			seq[i]->dead = true;
 
-	/* the fold */
-	out = palloc(sizeof(OutRow) * (n + 1));
-	if (f->scd == '1')
-	{
-		bool		present = false;
-		Datum	   *vals = palloc0(sizeof(Datum) * a->ndata);
-		bool	   *nulls = palloc(sizeof(bool) * a->ndata);
-
-		for (j = 0; j < a->ndata; j++)
-			nulls[j] = true;
-		for (i = 0; i < n; i++)
-		{
-			Ev		   *e = seq[i];
-
-			if (e->dead)
-				continue;
-			last = e;
-			if (e->kind == 'u')
-			{
-				for (j = 0; j < a->ndata; j++)
-				{
-					if (f->ignore_nulls && !a->is_key[j] && e->nulls[j])
-						continue;
-					vals[j] = e->vals[j];
-					nulls[j] = e->nulls[j];
-				}
-				present = true;
-			}
-			else
-			{
-				present = false;
-				for (j = 0; j < a->ndata; j++)
-					if (!a->is_key[j])
-						nulls[j] = true;
-			}
-		}
-		if (present)
-		{
-			out[0].vals = vals;
-			out[0].nulls = nulls;
-			nout = 1;
-		}
-	}
-	else
-	{
-		OutRow		open;
-		bool		isopen = false;
-
-		for (i = 0; i < n; i++)
-		{
-			Ev		   *e = seq[i];
-
-			if (e->dead)
-				continue;
-			last = e;
-			if (e->kind == 'u')
-			{
-				Datum	   *vals = palloc(sizeof(Datum) * a->ndata);
-				bool	   *nulls = palloc(sizeof(bool) * a->ndata);
-				bool		same = isopen;
-
-				for (j = 0; j < a->ndata; j++)
-				{
-					vals[j] = e->vals[j];
-					nulls[j] = e->nulls[j];
-					if (f->ignore_nulls && !a->is_key[j] && nulls[j] && isopen)
-					{
-						vals[j] = open.vals[j];
-						nulls[j] = open.nulls[j];
-					}
-				}
-				if (isopen)
-					for (j = 0; j < a->ndata && same; j++)
-						if (a->tracked[j] &&
-							!column_equal(a, j, open.vals[j], open.nulls[j], vals[j], nulls[j]))
-							same = false;
-				if (same)
-				{
-					open.vals = vals;
-					open.nulls = nulls;
-				}
-				else
-				{
-					if (isopen)
-					{
-						open.end = e->seq;
-						open.endnull = false;
-						out[nout++] = open;
-					}
-					open.vals = vals;
-					open.nulls = nulls;
-					open.start = e->seq;
-					isopen = true;
-				}
-			}
-			else if (isopen)
-			{
-				open.end = e->seq;
-				open.endnull = false;
-				out[nout++] = open;
-				isopen = false;
-			}
-		}
-		if (isopen)
-		{
-			open.end = (Datum) 0;
-			open.endnull = true;
-			out[nout++] = open;
-		}
-	}
+	out = palloc0(sizeof(OutRow) * (n + 1));
+	nout = a->kind->fold(&a->c, seq, n, out, &last);
 
 	/* hidden state: what to keep, what to forget */
 	for (i = 0; i < n; i++)
@@ -1117,21 +863,16 @@ fold_key(ApplyCtx *a, Ev **evs, int nevs)
 		Ev		   *e = seq[i];
 		bool		keep;
 
-		if (e->src == 3)
+		if (e->src == EV_TRUNCATE)
 			continue;
-		if (e->dead)
-			keep = false;
-		else if (f->scd == '1' && !f->ignore_nulls)
-			keep = (e == last);
-		else
-			keep = true;
-		if (keep && e->src == 2)
+		keep = !e->dead && a->kind->keeps(&a->c, e, last);
+		if (keep && e->src == EV_NEW)
 			keep_event(a, e);
-		else if (!keep && e->src == 1)
+		else if (!keep && e->src == EV_STATE)
 			push_tid(a->cxt, &a->sdel, &a->nsdel, &a->maxsdel, &e->tid);
 	}
 
-	/* target: compare by identity (keys; keys and __start_at for SCD 2) */
+	/* target: compare by row identity */
 	matched = palloc0(sizeof(bool) * (nout + 1));
 	for (i = 0; i < ntarget; i++)
 	{
@@ -1139,8 +880,7 @@ fold_key(ApplyCtx *a, Ev **evs, int nevs)
 		int			found = -1;
 
 		for (j = 0; j < nout && found < 0; j++)
-			if (!matched[j] &&
-				(f->scd == '1' || (!old->seqnull && seq_compare(a, old->seq, out[j].start) == 0)))
+			if (!matched[j] && a->kind->same_identity(&a->c, old, &out[j]))
 				found = j;
 		if (found >= 0)
 		{
@@ -1176,6 +916,7 @@ read_row(ApplyCtx *a, HeapTuple tup, TupleDesc desc)
 	Datum	   *values = palloc(sizeof(Datum) * natts);
 	bool	   *nulls = palloc(sizeof(bool) * natts);
 	int			base = 2;
+	int			i;
 
 	heap_deform_tuple(tup, desc, values, nulls);
 	e->src = DatumGetInt32(values[0]);
@@ -1183,54 +924,21 @@ read_row(ApplyCtx *a, HeapTuple tup, TupleDesc desc)
 		e->tid = *DatumGetItemPointer(values[1]);
 	e->vals = values + base;
 	e->nulls = nulls + base;
-	e->seq = values[base + a->ndata];
-	e->seqnull = nulls[base + a->ndata];
-	e->end = values[base + a->ndata + 1];
-	e->endnull = nulls[base + a->ndata + 1];
-	if (!nulls[base + a->ndata + 2])
-		e->lsn = DatumGetLSN(values[base + a->ndata + 2]);
-	if (!nulls[base + a->ndata + 3])
-		e->ord = DatumGetInt64(values[base + a->ndata + 3]);
-	if (!nulls[base + a->ndata + 4])
-		e->kind = DatumGetChar(values[base + a->ndata + 4]);
-	return e;
-}
-
-/* Same key? */
-static bool
-same_key(ApplyCtx *a, Ev *x, Ev *y)
-{
-	int			k;
-
-	for (k = 0; k < a->nkeys; k++)
+	base += a->c.ndata;
+	e->seq = values[base + EVENT_SEQ];
+	e->seqnull = nulls[base + EVENT_SEQ];
+	if (!nulls[base + EVENT_LSN])
+		e->lsn = DatumGetLSN(values[base + EVENT_LSN]);
+	if (!nulls[base + EVENT_ORD])
+		e->ord = DatumGetInt64(values[base + EVENT_ORD]);
+	if (!nulls[base + EVENT_KIND])
+		e->kind = DatumGetChar(values[base + EVENT_KIND]);
+	for (i = 0; i < a->kind->nperiods; i++)
 	{
-		int			i = a->keyidx[k];
-
-		if (!column_equal(a, i, x->vals[i], x->nulls[i], y->vals[i], y->nulls[i]))
-			return false;
+		e->period[i] = values[base + EVENT_NEXTRA + i];
+		e->periodnull[i] = nulls[base + EVENT_NEXTRA + i];
 	}
-	return true;
-}
-
-/* "OPERATOR(schema.=)" for the default equality of a type. */
-char *
-equality_operator(Oid typid)
-{
-	TypeCacheEntry *tc = lookup_type_cache(typid, TYPECACHE_EQ_OPR);
-	HeapTuple	tp;
-	Oid			nsp;
-
-	if (!OidIsValid(tc->eq_opr))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_FUNCTION),
-				 errmsg("key type %s has no default equality operator", format_type_be(typid))));
-
-	tp = SearchSysCache1(OPEROID, ObjectIdGetDatum(tc->eq_opr));
-	if (!HeapTupleIsValid(tp))
-		elog(ERROR, "cache lookup failed for operator %u", tc->eq_opr);
-	nsp = ((Form_pg_operator) GETSTRUCT(tp))->oprnamespace;
-	ReleaseSysCache(tp);
-	return psprintf("OPERATOR(%s.=)", quote_identifier(get_namespace_name(nsp)));
+	return e;
 }
 
 /* Where the distinct keys go. */
@@ -1277,19 +985,19 @@ touched_keys_join(ApplyCtx *a)
 
 	initStringInfo(&coldefs);
 	initStringInfo(&cond);
-	desc = CreateTemplateTupleDesc(a->nkeys);
-	for (k = 0; k < a->nkeys; k++)
+	desc = CreateTemplateTupleDesc(a->c.nkeys);
+	for (k = 0; k < a->c.nkeys; k++)
 	{
-		int			i = a->keyidx[k];
+		int			i = a->c.keyidx[k];
 		Form_pg_attribute att = TupleDescAttr(a->sdesc, a->dattno[i]);
 
-		TupleDescInitEntry(desc, k + 1, a->dnames[i], att->atttypid, att->atttypmod, 0);
+		TupleDescInitEntry(desc, k + 1, a->c.dnames[i], att->atttypid, att->atttypmod, 0);
 		TupleDescInitEntryCollation(desc, k + 1, att->attcollation);
-		appendStringInfo(&coldefs, "%s%s %s", k ? ", " : "", quote_identifier(a->dnames[i]),
+		appendStringInfo(&coldefs, "%s%s %s", k ? ", " : "", quote_identifier(a->c.dnames[i]),
 						 format_type_with_typemod(att->atttypid, att->atttypmod));
 		appendStringInfo(&cond, "%sx.%s %s k.%s", k ? " AND " : "",
-						 quote_identifier(a->dnames[i]), equality_operator(att->atttypid),
-						 quote_identifier(a->dnames[i]));
+						 quote_identifier(a->c.dnames[i]), equality_operator(att->atttypid),
+						 quote_identifier(a->c.dnames[i]));
 	}
 	desc = BlessTupleDesc(desc);
 	if (a->keyhash != NULL)
@@ -1366,20 +1074,19 @@ event_from_state(ApplyCtx *a, HeapTuple tup)
 	int			i;
 
 	heap_deform_tuple(tup, a->sdesc, values, nulls);
-	e->src = 2;
+	e->src = EV_NEW;
 	e->tup = tup;
-	e->vals = palloc(sizeof(Datum) * a->ndata);
-	e->nulls = palloc(sizeof(bool) * a->ndata);
-	for (i = 0; i < a->ndata; i++)
+	e->vals = palloc(sizeof(Datum) * a->c.ndata);
+	e->nulls = palloc(sizeof(bool) * a->c.ndata);
+	for (i = 0; i < a->c.ndata; i++)
 	{
 		e->vals[i] = values[a->dattno[i]];
 		e->nulls[i] = nulls[a->dattno[i]];
 	}
-	e->seq = values[a->bk[0]];
-	e->endnull = true;
-	e->lsn = DatumGetLSN(values[a->bk[1]]);
-	e->ord = DatumGetInt64(values[a->bk[2]]);
-	e->kind = DatumGetChar(values[a->bk[3]]);
+	e->seq = values[a->bk[STATE_SEQ]];
+	e->lsn = DatumGetLSN(values[a->bk[STATE_LSN]]);
+	e->ord = DatumGetInt64(values[a->bk[STATE_ORD]]);
+	e->kind = DatumGetChar(values[a->bk[STATE_KIND]]);
 	return e;
 }
 
@@ -1395,12 +1102,12 @@ fold_entry(FoldScan *fs, KeyEntry *entry)
 	int			first = 0,
 				j;
 
-	while (first < fs->ngroup && fs->group[first]->src == 0)
+	while (first < fs->ngroup && fs->group[first]->src == EV_TARGET)
 		first++;
 	for (j = 0; j < entry->nevs; j++)
 		group_add(fs, event_from_state(a, entry->evs[j]));
 	if (fs->ngroup - first > 1)
-		qsort_arg(fs->group + first, fs->ngroup - first, sizeof(Ev *), ev_qsort_cmp, a);
+		qsort_arg(fs->group + first, fs->ngroup - first, sizeof(Ev *), fold_qsort_events, &a->c);
 	fold_key(a, fs->group, fs->ngroup);
 	for (j = 0; j < entry->nevs; j++)
 		heap_freetuple(entry->evs[j]);
@@ -1426,8 +1133,8 @@ fold_group(FoldScan *fs)
 		fold_key(a, fs->group, fs->ngroup);
 		return;
 	}
-	for (k = 0; k < a->nkeys; k++)
-		probe[k] = fs->group[0]->vals[a->keyidx[k]];
+	for (k = 0; k < a->c.nkeys; k++)
+		probe[k] = fs->group[0]->vals[a->c.keyidx[k]];
 	hashing_ctx = a;
 	entry = hash_search(a->keyhash, &probep, HASH_FIND, NULL);
 	if (entry == NULL)
@@ -1444,7 +1151,7 @@ fold_row(HeapTuple tup, TupleDesc desc, void *arg)
 	MemoryContext old = MemoryContextSwitchTo(a->groupcxt);
 	Ev		   *e = read_row(a, tup, desc);
 
-	if (fs->ngroup > 0 && !same_key(a, fs->group[0], e))
+	if (fs->ngroup > 0 && !fold_same_key(&a->c, fs->group[0], e))
 	{
 		fold_group(fs);
 		fs->ngroup = 0;
@@ -1470,15 +1177,16 @@ fold_chunk_end(void *arg)
 	{
 		Ev		   *e = fs->group[i];
 
-		for (j = 0; j < a->ndata; j++)
+		for (j = 0; j < a->c.ndata; j++)
 			if (!e->nulls[j])
 				e->vals[j] = datumCopy(e->vals[j],
 									   TupleDescAttr(a->sdesc, a->dattno[j])->attbyval,
 									   TupleDescAttr(a->sdesc, a->dattno[j])->attlen);
 		if (!e->seqnull)
-			e->seq = datumCopy(e->seq, a->seqbyval, a->seqlen);
-		if (!e->endnull)
-			e->end = datumCopy(e->end, a->seqbyval, a->seqlen);
+			e->seq = datumCopy(e->seq, a->c.seqbyval, a->c.seqlen);
+		for (j = 0; j < a->kind->nperiods; j++)
+			if (!e->periodnull[j])
+				e->period[j] = datumCopy(e->period[j], a->c.seqbyval, a->c.seqlen);
 	}
 	MemoryContextSwitchTo(old);
 }
@@ -1499,9 +1207,9 @@ delete_tids(Oid relid, ItemPointerData *tids, int n)
 	for (i = 0; i < n; i++)
 		d[i] = ItemPointerGetDatum(&tids[i]);
 	arr = PointerGetDatum(construct_array(d, n, TIDOID, sizeof(ItemPointerData), false, TYPALIGN_SHORT));
-	sql = psprintf("DELETE FROM ONLY %s WHERE ctid OPERATOR(pg_catalog.=) ANY ($1)", qualified(relid));
+	sql = psprintf("DELETE FROM ONLY %s WHERE ctid OPERATOR(pg_catalog.=) ANY ($1)", qualified_relname(relid));
 	if (SPI_execute_with_args(sql, 1, &argtype, &arr, NULL, false, 0) != SPI_OK_DELETE)
-		elog(ERROR, "could not delete rows of %s", qualified(relid));
+		elog(ERROR, "could not delete rows of %s", qualified_relname(relid));
 }
 
 /*
@@ -1522,14 +1230,14 @@ insert_rows(ApplyCtx *a)
 		return;
 	initStringInfo(&cols);
 	for (i = 0; i < a->tdesc->natts; i++)
-		if (a->tmap[i] != -3)
+		if (a->tmap[i] != TMAP_NONE)
 			appendStringInfo(&cols, "%s%s", cols.len ? ", " : "",
 							 quote_identifier(NameStr(TupleDescAttr(a->tdesc, i)->attname)));
 	batch_set(BATCH_ROWS, a->tins, a->tdesc, a->ttype, a->ntins, 1);	/* the INSERT frees it */
 	sql = psprintf("INSERT INTO %s (%s) SELECT %s FROM autocdc_internal._rows(NULL::%s)",
-				   qualified(relid), cols.data, cols.data, format_type_be_qualified(a->ttype));
+				   qualified_relname(relid), cols.data, cols.data, format_type_be_qualified(a->ttype));
 	if (SPI_execute(sql, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "could not insert rows into %s", qualified(relid));
+		elog(ERROR, "could not insert rows into %s", qualified_relname(relid));
 	batch_set(BATCH_ROWS, NULL, NULL, InvalidOid, 0, 0);
 }
 
@@ -1605,7 +1313,9 @@ apply_common(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all,
 	Tuplestorestate *events;
 	List	   *truncs = NIL;
 	int64		nevents;
-	StringInfoData sql;
+	StringInfoData sql,
+				periods,
+				noperiods;
 	char	   *filter;
 	FoldScan	fs;
 	MemoryContext old;
@@ -1668,7 +1378,7 @@ apply_common(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all,
 		i = 0;
 		foreach(lc, all)
 			a.truncs[i++] = lfirst(lc);
-		qsort_arg(a.truncs, a.ntruncs, sizeof(Ev *), ev_qsort_cmp, &a);
+		qsort_arg(a.truncs, a.ntruncs, sizeof(Ev *), fold_qsort_events, &a.c);
 	}
 
 	/* new truncates are kept as state */
@@ -1678,9 +1388,9 @@ apply_common(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all,
 	{
 		Ev		   *t = lfirst(lc);
 
-		t->vals = palloc0(sizeof(Datum) * a.ndata);
-		t->nulls = palloc(sizeof(bool) * a.ndata);
-		for (i = 0; i < a.ndata; i++)
+		t->vals = palloc0(sizeof(Datum) * a.c.ndata);
+		t->nulls = palloc(sizeof(bool) * a.c.ndata);
+		for (i = 0; i < a.c.ndata; i++)
 			t->nulls[i] = true;
 		keep_event(&a, t);
 	}
@@ -1692,27 +1402,43 @@ apply_common(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all,
 		filter = "";
 	else
 		filter = touched_keys_join(&a);
+	/*
+	 * Rows: __src, __tid, the data columns, then the event columns
+	 * (EVENT_SEQ...), then the kind's period columns, then __grp (target
+	 * rows first within a key).
+	 */
+	initStringInfo(&periods);
+	initStringInfo(&noperiods);
+	for (i = 0; i < a.kind->nperiods; i++)
+	{
+		appendStringInfo(&periods, ", x.%s", a.kind->periods[i]);
+		appendStringInfo(&noperiods, ", NULL::%s", seqtype);
+	}
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
-					 "SELECT 0 AS __src, x.ctid AS __tid, %s, %s, %s, NULL::pg_catalog.pg_lsn, "
-					 "NULL::pg_catalog.int8, NULL::pg_catalog.\"char\", 0 AS __grp FROM ONLY %s x%s "
+					 "SELECT %d AS __src, x.ctid AS __tid, %s, NULL::%s, NULL::pg_catalog.pg_lsn, "
+					 "NULL::pg_catalog.int8, NULL::pg_catalog.\"char\"%s, 0 AS __grp FROM ONLY %s x%s "
 					 "UNION ALL "
-					 "SELECT 1, x.ctid, %s, x.__autocdc_seq, NULL::%s, x.__autocdc_lsn, x.__autocdc_ord, "
-					 "x.__autocdc_kind, 1 FROM %s x%s WHERE x.__autocdc_kind OPERATOR(pg_catalog.<>) 't' ",
-					 data_list(&a, "x.", false),
-					 flow->scd == '2' ? "x.__start_at" : psprintf("NULL::%s", seqtype),
-					 flow->scd == '2' ? "x.__end_at" : psprintf("NULL::%s", seqtype),
-					 qualified(flow->target), filter,
-					 data_list(&a, "x.", false), seqtype, qualified(a.staterel), filter);
+					 "SELECT %d, x.ctid, %s, x.%s, x.%s, x.%s, x.%s%s, 1 FROM %s x%s "
+					 "WHERE x.%s OPERATOR(pg_catalog.<>) '%c' ",
+					 EV_TARGET, data_list(&a, "x.", false), seqtype, periods.data,
+					 qualified_relname(flow->target), filter,
+					 EV_STATE, data_list(&a, "x.", false), STATE_SEQ_NAME, STATE_LSN_NAME,
+					 STATE_ORD_NAME, STATE_KIND_NAME, noperiods.data,
+					 qualified_relname(a.staterel), filter, STATE_KIND_NAME, EVENT_TRUNCATE);
 	if (!a.hashfold)
 		appendStringInfo(&sql,
 						 "UNION ALL "
-						 "SELECT 2, NULL::pg_catalog.tid, %s, x.__autocdc_seq, NULL::%s, x.__autocdc_lsn, "
-						 "x.__autocdc_ord, x.__autocdc_kind, 1 FROM autocdc_internal._events(NULL::%s) x "
-						 "WHERE x.__autocdc_kind OPERATOR(pg_catalog.<>) 't' ",
-						 data_list(&a, "x.", false), seqtype, format_type_be_qualified(a.stype));
+						 "SELECT %d, NULL::pg_catalog.tid, %s, x.%s, x.%s, x.%s, x.%s%s, 1 "
+						 "FROM autocdc_internal._events(NULL::%s) x "
+						 "WHERE x.%s OPERATOR(pg_catalog.<>) '%c' ",
+						 EV_NEW, data_list(&a, "x.", false), STATE_SEQ_NAME, STATE_LSN_NAME,
+						 STATE_ORD_NAME, STATE_KIND_NAME, noperiods.data,
+						 format_type_be_qualified(a.stype), STATE_KIND_NAME, EVENT_TRUNCATE);
+	/* ordered by key, then target rows, then events by (sequence, arrival) */
 	appendStringInfo(&sql, "ORDER BY %s, __grp, %d, %d, %d",
-					 data_list(&a, "", true), a.ndata + 3, a.ndata + 5, a.ndata + 6);
+					 data_list(&a, "", true), a.c.ndata + 3 + EVENT_SEQ,
+					 a.c.ndata + 3 + EVENT_LSN, a.c.ndata + 3 + EVENT_ORD);
 
 	a.groupcxt = AllocSetContextCreate(CurrentMemoryContext, "autocdc fold",
 									   ALLOCSET_DEFAULT_SIZES);
@@ -1801,7 +1527,7 @@ apply_common(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all,
 		char	   *q = psprintf("DELETE FROM %s WHERE __autocdc_kind OPERATOR(pg_catalog.<>) 'u' "
 								 "AND __autocdc_at OPERATOR(pg_catalog.<) (pg_catalog.now() "
 								 "OPERATOR(pg_catalog.-) $1::pg_catalog.interval)",
-								 qualified(a.staterel));
+								 qualified_relname(a.staterel));
 
 		if (SPI_execute_with_args(q, 1, &argtype, &arg, NULL, false, 0) != SPI_OK_DELETE)
 			elog(ERROR, "could not forget old tombstones");

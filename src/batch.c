@@ -17,6 +17,8 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/relation.h"
+#include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -26,9 +28,11 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/rel.h"
 #include "utils/typcache.h"
 
-#include "autocdc.h"
+#include "batch.h"
+#include "layout.h"
 
 PG_FUNCTION_INFO_V1(autocdc_batch);
 PG_FUNCTION_INFO_V1(autocdc_events);
@@ -47,6 +51,42 @@ typedef struct BatchSlot
 } BatchSlot;
 
 static BatchSlot slots[BATCH_COUNT];
+
+/*
+ * The row descriptor of a flow's batch: the arrival position (commit LSN,
+ * order), then the source's columns as they are now, dropped ones left out
+ * (layout.h).  The source stays locked, so that its columns cannot change
+ * before the capture.
+ */
+TupleDesc
+batch_source_desc(Oid source)
+{
+	Relation	rel = relation_open(source, AccessShareLock);
+	TupleDesc	rdesc = RelationGetDescr(rel);
+	TupleDesc	desc;
+	int			n = 0,
+				i;
+
+	for (i = 0; i < rdesc->natts; i++)
+		if (!TupleDescAttr(rdesc, i)->attisdropped)
+			n++;
+	desc = CreateTemplateTupleDesc(BATCH_DATA + n);
+	TupleDescInitEntry(desc, BATCH_LSN + 1, BATCH_LSN_NAME, LSNOID, -1, 0);
+	TupleDescInitEntry(desc, BATCH_ORD + 1, BATCH_ORD_NAME, INT8OID, -1, 0);
+	n = BATCH_DATA;
+	for (i = 0; i < rdesc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(rdesc, i);
+
+		if (att->attisdropped)
+			continue;
+		n++;
+		TupleDescInitEntry(desc, n, NameStr(att->attname), att->atttypid, att->atttypmod, 0);
+		TupleDescInitEntryCollation(desc, n, att->attcollation);
+	}
+	relation_close(rel, NoLock);
+	return BlessTupleDesc(desc);
+}
 
 /*
  * Make a tuplestore available to SQL for the given number of calls: each

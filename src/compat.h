@@ -2,7 +2,9 @@
  *
  * compat.h
  *		PG_VERSION_NUM shims, kept in one place (PostgreSQL 15 is the
- *		reference; 16 and 17 differ in the replication slot API).
+ *		reference, and the only version built and tested; later versions
+ *		differ in the replication slot API, ownership and ACL checks and name
+ *		parsing).
  *
  *-------------------------------------------------------------------------
  */
@@ -10,6 +12,7 @@
 #define AUTOCDC_COMPAT_H
 
 #include "replication/slot.h"
+#include "utils/acl.h"
 
 #if PG_VERSION_NUM >= 180000
 #define compat_ReplicationSlotAcquire(name, nowait) \
@@ -67,6 +70,31 @@ compat_GetXLogInsertEndRecPtr(void)
 #else
 #define compat_ExecInsertIndexTuples(rri, slot, estate) \
 	ExecInsertIndexTuples((rri), (slot), (estate), false, false, NULL, NIL)
+#endif
+
+/* Ownership and ACL checks (16 made them generic over catalogs). */
+#if PG_VERSION_NUM >= 160000
+#include "catalog/pg_class.h"
+#include "catalog/pg_namespace.h"
+#include "catalog/pg_proc.h"
+#define compat_class_ownercheck(relid, roleid) \
+	object_ownercheck(RelationRelationId, (relid), (roleid))
+#define compat_proc_aclcheck(procid, roleid, mode) \
+	object_aclcheck(ProcedureRelationId, (procid), (roleid), (mode))
+#define compat_namespace_aclcheck(nspid, roleid, mode) \
+	object_aclcheck(NamespaceRelationId, (nspid), (roleid), (mode))
+#else
+#define compat_class_ownercheck(relid, roleid) pg_class_ownercheck((relid), (roleid))
+#define compat_proc_aclcheck(procid, roleid, mode) pg_proc_aclcheck((procid), (roleid), (mode))
+#define compat_namespace_aclcheck(nspid, roleid, mode) \
+	pg_namespace_aclcheck((nspid), (roleid), (mode))
+#endif
+
+/* Parsing a qualified name (16 added soft errors). */
+#if PG_VERSION_NUM >= 160000
+#define compat_stringToQualifiedNameList(str) stringToQualifiedNameList((str), NULL)
+#else
+#define compat_stringToQualifiedNameList(str) stringToQualifiedNameList(str)
 #endif
 
 #endif							/* AUTOCDC_COMPAT_H */

@@ -44,7 +44,11 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
-#include "autocdc.h"
+#include "catalog.h"
+#include "define.h"
+#include "guard.h"
+#include "registry.h"
+#include "util.h"
 
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
@@ -56,48 +60,19 @@ guard_active(void)
 
 	if (!IsTransactionState())
 		return false;
-	version = autocdc_installed_version();
+	version = catalog_installed_version();
 	return version != NULL && strcmp(version, AUTOCDC_VERSION) == 0;
 }
 
-/*
- * The flow names a catalog query with one oid[] parameter ($1, the oids)
- * returns, read as autocdc.  SPI connected.
- */
-static List *
-flows_by_oids(const char *sql, List *oids)
-{
-	Datum	   *d = palloc(sizeof(Datum) * (list_length(oids) + 1));
-	int			n = 0;
-	ListCell   *lc;
-	Datum		arg;
-	Oid			argtype = OIDARRAYOID;
-	Oid			saved_uid;
-	int			saved_sec;
-	List	   *names = NIL;
-	uint64		i;
-
-	foreach(lc, oids)
-		d[n++] = ObjectIdGetDatum(lfirst_oid(lc));
-	arg = PointerGetDatum(construct_array(d, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT));
-	become_superuser(&saved_uid, &saved_sec);
-	if (SPI_execute_with_args(sql, 1, &argtype, &arg, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read flows");
-	restore_user(saved_uid, saved_sec);
-	for (i = 0; i < SPI_processed; i++)
-		names = lappend(names, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
-	return names;
-}
-
-/* The same names as a comma-separated quoted list ("" if none). */
+/* Names as a comma-separated quoted list ("" if none). */
 static char *
-flow_names(const char *sql, List *oids)
+flow_names(List *names)
 {
 	StringInfoData buf;
 	ListCell   *lc;
 
 	initStringInfo(&buf);
-	foreach(lc, flows_by_oids(sql, oids))
+	foreach(lc, names)
 		appendStringInfo(&buf, "%s\"%s\"", buf.len ? ", " : "", (char *) lfirst(lc));
 	return buf.data;
 }
@@ -119,9 +94,6 @@ role_oids(List *roles)
 	return result;
 }
 
-#define FLOWS_OF_ROLES \
-	"SELECT name FROM autocdc.flow WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1) ORDER BY name"
-
 /* DROP ROLE: refuse while a role owns flows here. */
 static void
 guard_drop_role(DropRoleStmt *stmt)
@@ -136,7 +108,7 @@ guard_drop_role(DropRoleStmt *stmt)
 
 		if (!OidIsValid(roleid))
 			continue;
-		names = flow_names(FLOWS_OF_ROLES, list_make1_oid(roleid));
+		names = flow_names(catalog_flows_of_roles(list_make1_oid(roleid)));
 		if (names[0] != '\0')
 			ereport(ERROR,
 					(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
@@ -158,19 +130,7 @@ guard_reassign_owned(ReassignOwnedStmt *stmt)
 	ListCell   *lc;
 
 	foreach(lc, from)
-	{
-		Datum		args[2] = {ObjectIdGetDatum(lfirst_oid(lc)), ObjectIdGetDatum(to)};
-		Oid			types[2] = {OIDOID, OIDOID};
-		Oid			saved_uid;
-		int			saved_sec;
-
-		become_superuser(&saved_uid, &saved_sec);
-		if (SPI_execute_with_args("UPDATE autocdc.flow SET owner = $2::pg_catalog.regrole "
-								  "WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
-								  2, types, args, NULL, false, 0) != SPI_OK_UPDATE)
-			elog(ERROR, "could not reassign flows");
-		restore_user(saved_uid, saved_sec);
-	}
+		catalog_reassign_flows(lfirst_oid(lc), to);
 }
 
 /* DROP OWNED BY a (before PostgreSQL's): drop a's flows, keeping targets. */
@@ -184,12 +144,12 @@ guard_drop_owned(DropOwnedStmt *stmt)
 	foreach(lc, roles)
 		if (!has_privs_of_role(GetUserId(), lfirst_oid(lc)))
 			return;
-	foreach(lc, flows_by_oids(FLOWS_OF_ROLES, roles))
+	foreach(lc, catalog_flows_of_roles(roles))
 	{
 		FlowDef    *flow = catalog_load_flow(lfirst(lc), true, true);
 
 		if (flow != NULL)
-			catalog_drop_flow(flow, false);
+			define_drop_flow(flow, false);
 	}
 	CommandCounterIncrement();
 }
@@ -202,9 +162,7 @@ flows_reading(Oid relid)
 
 	if (get_rel_relispartition(relid))
 		rels = list_concat(rels, get_partition_ancestors(relid));
-	return flow_names("SELECT name FROM autocdc.flow WHERE kind OPERATOR(pg_catalog.=) 'cdc' "
-					  "AND NOT once AND source::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1) "
-					  "ORDER BY name", rels);
+	return flow_names(catalog_flows_reading(rels));
 }
 
 /* Refuse an unlogged table under a change flow's source. */
@@ -353,7 +311,7 @@ guard_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	Node	   *stmt = pstmt->utilityStmt;
 	bool		guarded = guarded_statement(stmt) && guard_active();
 
-	worker_before_utility(stmt);
+	registry_before_utility(stmt);
 	if (guarded)
 		with_spi(before_statement, stmt);
 	if (prev_ProcessUtility)

@@ -25,7 +25,6 @@
 #include "common/keywords.h"
 #include "utils/builtins.h"
 
-#include "autocdc.h"
 #include "parse.h"
 
 /* One token of the block. */

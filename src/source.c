@@ -39,6 +39,7 @@
 #include "access/xlogutils.h"
 #include "catalog/namespace.h"
 #include "catalog/partition.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
@@ -61,13 +62,21 @@
 #include "utils/pg_lsn.h"
 #include "utils/rel.h"
 #include "utils/resowner.h"
+#include "utils/rls.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
+#include "utils/typcache.h"
 #include "access/table.h"
 #include "funcapi.h"
 
-#include "autocdc.h"
+#include "catalog.h"
 #include "compat.h"
+#include "expr.h"
+#include "layout.h"
+#include "settings.h"
+#include "source.h"
+#include "storage.h"
+#include "util.h"
 
 PG_FUNCTION_INFO_V1(autocdc_slot_info);
 
@@ -89,6 +98,7 @@ typedef struct DecodedRel
 typedef struct FeedCapture
 {
 	Capture    *c;
+	const SourceKind *kind;
 	Relation	feed;
 	TupleDesc	feeddesc;
 	Snapshot	first;			/* first read: keep what this did not show */
@@ -106,7 +116,6 @@ typedef struct DecodeState
 	bool		any_keep;		/* some flow keeps the current transaction */
 	int64		kept;			/* rows put into batches so far */
 	HTAB	   *rels;			/* DecodedRel by relid */
-	ResourceOwner owner;		/* for the batches' temporary files */
 	MemoryContext cxt;			/* reset after each change */
 	MemoryContext relcxt;		/* the relation maps */
 } DecodeState;
@@ -194,7 +203,7 @@ slot_invalidated(const char *name)
 static void
 slot_lock_tag(LOCKTAG *tag)
 {
-	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, 0x61756364, 0, 2);
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, 0, 0, AUTOCDC_LOCK_SLOT);
 }
 
 /* Drop the inactive autocdc slots of this database other than keep. */
@@ -364,7 +373,7 @@ snapshot_row(HeapTuple tup, TupleDesc desc, void *arg)
  * row at arrival position (pos, i).  Runs as the flow owner.
  */
 void
-source_snapshot_read(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
+source_read_whole(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 					 XLogRecPtr pos)
 {
 	StringInfoData sql;
@@ -412,6 +421,21 @@ source_snapshot_read(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 	spi_foreach(sql.data, true, snapshot_row, NULL, &sr);
 	restore_user(saved_uid, saved_sec);
 }
+
+/*
+ * A feed: every committed insert is one event, carrying the inserted row
+ * (a later update or delete of a feed row changes nothing).
+ */
+static void
+feed_insert(SourceRow *row)
+{
+	tuplestore_putvalues(row->c->batch, row->c->batchdesc, row->values, row->nulls);
+}
+
+static const SourceKind feed_source = {
+	.name = "feed",
+	.on_insert = feed_insert,
+};
 
 /* pgoutput's own origin filter, consulted after ours. */
 static LogicalDecodeFilterByOriginCB plugin_filter_by_origin = NULL;
@@ -591,10 +615,13 @@ capture_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 	MemoryContext old;
 	int			k = 0;
 
-	if (change->action != REORDER_BUFFER_CHANGE_INSERT || !st->any_keep)
+	if (!st->any_keep)
 		return;
 	dr = decode_rel(st, relation);
 	if (!dr->wanted)
+		return;
+	/* the source kinds read inserts only so far (feeds) */
+	if (change->action != REORDER_BUFFER_CHANGE_INSERT)
 		return;
 	tup = compat_change_newtuple(change);
 	if (tup == NULL)
@@ -609,7 +636,7 @@ capture_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 		Datum	   *values;
 		bool	   *nulls;
 		int			i;
-		ResourceOwner saved;
+		SourceRow	row;
 
 		if (map == NULL || !fc->keep || fc->c->error != NULL)
 			continue;
@@ -632,22 +659,24 @@ capture_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 					hvalues[j] = PointerGetDatum(detoast_external_attr((struct varlena *)
 																	   DatumGetPointer(hvalues[j])));
 		}
+		if (fc->kind->on_insert == NULL)
+			continue;
 		values = palloc(sizeof(Datum) * bdesc->natts);
 		nulls = palloc(sizeof(bool) * bdesc->natts);
-		values[0] = LSNGetDatum(st->commit_lsn);
-		values[1] = Int64GetDatum(++fc->ord);
-		nulls[0] = nulls[1] = false;
-		for (i = 2; i < bdesc->natts; i++)
+		values[BATCH_LSN] = LSNGetDatum(st->commit_lsn);
+		values[BATCH_ORD] = Int64GetDatum(++fc->ord);
+		nulls[BATCH_LSN] = nulls[BATCH_ORD] = false;
+		for (i = BATCH_DATA; i < bdesc->natts; i++)
 		{
-			int			h = map[i - 2];
+			int			h = map[i - BATCH_DATA];
 
 			values[i] = h < 0 ? (Datum) 0 : hvalues[h];
 			nulls[i] = h < 0 ? true : hnulls[h];
 		}
-		saved = CurrentResourceOwner;
-		CurrentResourceOwner = st->owner;
-		tuplestore_putvalues(fc->c->batch, bdesc, values, nulls);
-		CurrentResourceOwner = saved;
+		row.c = fc->c;
+		row.values = values;
+		row.nulls = nulls;
+		fc->kind->on_insert(&row);
 		st->kept++;
 	}
 	MemoryContextSwitchTo(old);
@@ -664,7 +693,7 @@ capture_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 static void
 forget_historic_relcache(FlowDef *flow)
 {
-	Oid			state = catalog_state_relid(flow->target_id);
+	Oid			state = storage_state_relid(flow->target_id);
 
 	CacheInvalidateRelcacheByRelid(flow->target);
 	if (OidIsValid(state))
@@ -680,28 +709,14 @@ forget_historic_relcache(FlowDef *flow)
 static void
 confirm_oldest_progress(void)
 {
-	Oid			saved_uid;
-	int			saved_sec;
-	bool		isnull;
-	Datum		d;
+	XLogRecPtr	oldest;
 
-	Datum		arg = CStringGetTextDatum(NameStr(MyReplicationSlot->data.name));
-	Oid			argtype = TEXTOID;
-
-	become_superuser(&saved_uid, &saved_sec);
-	if (SPI_execute_with_args("SELECT pg_catalog.min(s.progress) FROM autocdc.flow_state s "
-							  "JOIN autocdc.flow f ON f.name OPERATOR(pg_catalog.=) s.name "
-							  "WHERE NOT f.once AND s.slot_name OPERATOR(pg_catalog.=) $1",
-							  1, &argtype, &arg, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read flow progress");
-	restore_user(saved_uid, saved_sec);
-	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	if (isnull)
+	if (!catalog_oldest_progress(NameStr(MyReplicationSlot->data.name), &oldest))
 		return;
 	XLogFlush(compat_GetXLogInsertEndRecPtr());
-	if (DatumGetLSN(d) > MyReplicationSlot->data.confirmed_flush)
+	if (oldest > MyReplicationSlot->data.confirmed_flush)
 	{
-		LogicalConfirmReceivedLocation(DatumGetLSN(d));
+		LogicalConfirmReceivedLocation(oldest);
 		ReplicationSlotMarkDirty();
 	}
 }
@@ -723,6 +738,7 @@ feed_capture_open(Capture *c)
 	FeedCapture *fc = palloc0(sizeof(FeedCapture));
 
 	fc->c = c;
+	fc->kind = &feed_source;
 	fc->feed = table_open(c->flow->source, AccessShareLock);
 	fc->feeddesc = RelationGetDescr(fc->feed);
 	return fc;
@@ -757,7 +773,6 @@ source_capture_flows(List *captures, int64 max_events, bool resync_error,
 	if (more)
 		*more = false;
 	memset(&st, 0, sizeof(st));
-	st.owner = CurrentResourceOwner;
 	st.cxt = AllocSetContextCreate(CurrentMemoryContext, "autocdc decode",
 								   ALLOCSET_DEFAULT_SIZES);
 	st.relcxt = AllocSetContextCreate(CurrentMemoryContext, "autocdc decode relations",
@@ -811,7 +826,7 @@ source_capture_flows(List *captures, int64 max_events, bool resync_error,
 
 				if (fc->c->flow->has_progress)
 					continue;
-				source_snapshot_read(fc->c->flow, fc->c->batch, fc->c->batchdesc,
+				source_read_whole(fc->c->flow, fc->c->batch, fc->c->batchdesc,
 									 GetXLogInsertRecPtr());
 				fc->first = snap;
 			}
@@ -1004,4 +1019,105 @@ autocdc_slot_info(PG_FUNCTION_ARGS)
 	}
 	LWLockRelease(ReplicationSlotControlLock);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+}
+
+/*
+ * What a run checks of a change flow's source, because nothing may be
+ * skipped or misread silently: it is still a logged table in every leaf
+ * (an unlogged one writes no WAL for its inserts, so decoding never sees
+ * them); row-level security does not apply to the owner (decoded rows are
+ * not filtered by policies); and the flow's expressions still have the types
+ * the flow was created with (a retyped column would be cast silently).
+ */
+void
+source_check(FlowDef *flow)
+{
+	char	   *srcname = get_rel_name(flow->source);
+	List	   *leaves;
+	ListCell   *lc;
+	ExprInfo   *e;
+	const char *seqtext = flow->sequence_by;
+	char	   *rowcast = NULL;
+
+	if (srcname == NULL)
+		elog(ERROR, "source of flow \"%s\" is missing", flow->name);
+	if (!flow->once)
+	{
+		leaves = get_rel_relkind(flow->source) == RELKIND_PARTITIONED_TABLE ?
+			find_all_inheritors(flow->source, NoLock, NULL) : list_make1_oid(flow->source);
+		foreach(lc, leaves)
+		{
+			Oid			leaf = lfirst_oid(lc);
+			char		relkind = get_rel_relkind(leaf);
+
+			if (relkind == RELKIND_PARTITIONED_TABLE)
+				continue;
+			if (relkind != RELKIND_RELATION || get_rel_persistence(leaf) != RELPERSISTENCE_PERMANENT)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("flow \"%s\": %s \"%s\" of its source is not a logged table",
+								flow->name, leaf == flow->source ? "table" : "partition",
+								get_rel_name(leaf)),
+						 errdetail("Inserts into unlogged or foreign tables are not written to the WAL, so the flow cannot see them."),
+						 errhint("Make it a logged table (ALTER TABLE ... SET LOGGED), then run SELECT autocdc.full_refresh(%s) to read what it holds.",
+								 quote_literal_cstr(flow->name))));
+		}
+	}
+	if (check_enable_rls(flow->source, flow->owner, true) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("flow \"%s\": source \"%s\" has row-level security enabled for the flow's owner",
+						flow->name, srcname),
+				 errdetail("A flow reads every row of its source; row-level security cannot apply to it."),
+				 errhint("Disable row-level security on the source, or let the owner bypass it (BYPASSRLS).")));
+
+	/* a ROW sequence is stored cast to its composite type: check the row */
+	if (type_is_rowtype(flow->seq_type))
+	{
+		char	   *suffix = psprintf(")::%s", format_type_be_qualified(flow->seq_type));
+		size_t		len = strlen(seqtext),
+					slen = strlen(suffix);
+
+		if (len > slen + 1 && seqtext[0] == '(' && strcmp(seqtext + len - slen, suffix) == 0)
+			rowcast = pnstrdup(seqtext + 1, len - slen - 1);
+	}
+	e = expr_analyze(flow->source, rowcast ? rowcast : seqtext, "sequence");
+	if (rowcast)
+	{
+		TupleDesc	desc = lookup_rowtype_tupdesc(flow->seq_type, -1);
+		bool		same = list_length(e->field_types) == desc->natts;
+		int			i = 0;
+
+		foreach(lc, e->field_types)
+		{
+			if (same && TupleDescAttr(desc, i)->atttypid != lfirst_oid(lc))
+				same = false;
+			i++;
+		}
+		ReleaseTupleDesc(desc);
+		if (!same)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("flow \"%s\": the fields of its sequence %s no longer have the types of %s",
+							flow->name, rowcast, format_type_be(flow->seq_type)),
+					 errdetail("A column the sequence reads was retyped; casting it would change the order of events."),
+					 errhint("Change the column back, or drop the flow and create it again.")));
+	}
+	else if (e->typid != flow->seq_type)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("flow \"%s\": its sequence %s now has type %s, not %s",
+						flow->name, seqtext, format_type_be(e->typid), format_type_be(flow->seq_type)),
+				 errdetail("A column the sequence reads was retyped; casting it back would change the order of events."),
+				 errhint("Change the column back, or drop the flow and create it again.")));
+	if (flow->deletes && expr_analyze(flow->source, flow->deletes, "apply_as_deletes")->typid != BOOLOID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("flow \"%s\": apply_as_deletes is no longer a boolean expression", flow->name),
+				 errhint("Change the column back, or drop the flow and create it again.")));
+	if (flow->truncates && expr_analyze(flow->source, flow->truncates, "apply_as_truncates")->typid != BOOLOID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("flow \"%s\": apply_as_truncates is no longer a boolean expression", flow->name),
+				 errhint("Change the column back, or drop the flow and create it again.")));
 }

@@ -5,9 +5,9 @@
  *		autocdc (DO LANGUAGE autocdc $$ ... $$) and autocdc.execute(text).
  *
  * Both parse the whole block first (parse.c), then run its statements in
- * order in the caller's transaction, as the calling user: CREATE FLOW maps
- * one-to-one onto autocdc.create_flow (which does every check), DROP FLOW
- * onto autocdc.drop_flow.  Functions in the language are refused: only DO
+ * order in the caller's transaction, as the calling user: CREATE FLOW fills
+ * the FlowSpec that autocdc.create_flow fills (define.c does every check),
+ * DROP FLOW drops as autocdc.drop_flow does.  Functions in the language are refused: only DO
  * and autocdc.execute run statements.
  *
  *-------------------------------------------------------------------------
@@ -29,18 +29,18 @@
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
 
-#include "autocdc.h"
+#include "catalog.h"
+#include "compat.h"
+#include "define.h"
 #include "parse.h"
+#include "run.h"
+#include "util.h"
 
 PG_FUNCTION_INFO_V1(autocdc_call_handler);
 PG_FUNCTION_INFO_V1(autocdc_inline_handler);
 PG_FUNCTION_INFO_V1(autocdc_validator);
 PG_FUNCTION_INFO_V1(autocdc_execute);
 
-/* defined in catalog.c and snapshot.c */
-extern Datum autocdc_create_flow(PG_FUNCTION_ARGS);
-extern Datum autocdc_create_snapshot_flow(PG_FUNCTION_ARGS);
-extern Datum autocdc_drop_flow(PG_FUNCTION_ARGS);
 
 /* Error context: which statement of the block was running. */
 typedef struct StmtContext
@@ -79,7 +79,7 @@ text_array(List *items, bool *isnull)
 static char *
 identifier_value(const char *text)
 {
-	List	   *names = stringToQualifiedNameList(text);
+	List	   *names = compat_stringToQualifiedNameList(text);
 
 	if (list_length(names) != 1)
 		ereport(ERROR,
@@ -90,113 +90,70 @@ identifier_value(const char *text)
 }
 
 /*
- * CREATE FLOW ... AS AUTO CDC INTO t FROM SNAPSHOT rel KEYS (...) [STORED AS
- * ...] [TRACK HISTORY ON ...]: autocdc.create_snapshot_flow with a table or
- * view source.
+ * CREATE FLOW ... AS AUTO CDC INTO ...: the same FlowSpec as
+ * autocdc.create_flow with these values (FROM SNAPSHOT: as
+ * autocdc.create_snapshot_flow with a table or view source).
  */
-static void
-run_create_snapshot_flow(AutocdcStmt *s)
-{
-	LOCAL_FCINFO(fcinfo, 9);
-	int			i;
-
-	InitFunctionCallInfoData(*fcinfo, NULL, 9, InvalidOid, NULL, NULL);
-	for (i = 0; i < 9; i++)
-	{
-		fcinfo->args[i].value = (Datum) 0;
-		fcinfo->args[i].isnull = true;
-	}
-	fcinfo->args[0].value = CStringGetTextDatum(s->target);
-	fcinfo->args[0].isnull = false;
-	fcinfo->args[1].value = CStringGetTextDatum(s->source);
-	fcinfo->args[1].isnull = false;
-	fcinfo->args[2].value = text_array(s->keys, &fcinfo->args[2].isnull);
-	fcinfo->args[3].value = CStringGetTextDatum(s->scd_type ? s->scd_type : "1");
-	fcinfo->args[3].isnull = false;
-	fcinfo->args[4].value = text_array(s->track_list, &fcinfo->args[4].isnull);
-	fcinfo->args[5].value = text_array(s->track_except_list, &fcinfo->args[5].isnull);
-	if (s->name)
-	{
-		fcinfo->args[6].value = CStringGetTextDatum(identifier_value(s->name));
-		fcinfo->args[6].isnull = false;
-	}
-	fcinfo->args[7].value = BoolGetDatum(true);
-	fcinfo->args[7].isnull = false;
-	(void) autocdc_create_snapshot_flow(fcinfo);
-}
-
-/* CREATE FLOW ... AS AUTO CDC INTO ...: autocdc.create_flow with the same values. */
 static void
 run_create_flow(AutocdcStmt *s)
 {
-	LOCAL_FCINFO(fcinfo, 17);
-	int			i;
+	FlowSpec	spec;
+	bool		isnull;
 
+	memset(&spec, 0, sizeof(spec));
+	spec.target = s->target;
+	spec.source = s->source;
+	spec.keys = (ArrayType *) DatumGetPointer(text_array(s->keys, &isnull));
+	if (isnull)
+		spec.keys = construct_empty_array(TEXTOID);
+	spec.scd = s->scd_type ? s->scd_type : "1";
+	spec.track_list = (ArrayType *) DatumGetPointer(text_array(s->track_list, &isnull));
+	spec.track_except_list = (ArrayType *) DatumGetPointer(text_array(s->track_except_list, &isnull));
+	spec.name = s->name ? identifier_value(s->name) : NULL;
+	spec.continuous = true;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
 	if (s->snapshot)
+		(void) define_snapshot_flow(&spec);
+	else
 	{
-		run_create_snapshot_flow(s);
-		return;
+		spec.sequence_by = s->sequence_by;
+		spec.ignore_nulls = s->ignore_nulls;
+		spec.deletes = s->deletes;
+		spec.truncates = s->truncates;
+		spec.column_list = (ArrayType *) DatumGetPointer(text_array(s->column_list, &isnull));
+		spec.except_column_list = (ArrayType *) DatumGetPointer(text_array(s->except_column_list, &isnull));
+		spec.once = s->once;
+		spec.system_sequence_by = s->system_sequence_by;
+		(void) define_flow(&spec);
 	}
-	InitFunctionCallInfoData(*fcinfo, NULL, 17, InvalidOid, NULL, NULL);
-	for (i = 0; i < 17; i++)
-	{
-		fcinfo->args[i].value = (Datum) 0;
-		fcinfo->args[i].isnull = true;
-	}
-#define SET_TEXT(n, str) \
-	do { if ((str) != NULL) { fcinfo->args[n].value = CStringGetTextDatum(str); fcinfo->args[n].isnull = false; } } while (0)
-#define SET_BOOL(n, b) \
-	do { fcinfo->args[n].value = BoolGetDatum(b); fcinfo->args[n].isnull = false; } while (0)
-	SET_TEXT(0, s->target);
-	SET_TEXT(1, s->source);
-	fcinfo->args[2].value = text_array(s->keys, &fcinfo->args[2].isnull);
-	SET_TEXT(3, s->sequence_by);
-	SET_BOOL(4, s->ignore_nulls);
-	SET_TEXT(5, s->deletes);
-	SET_TEXT(6, s->truncates);
-	fcinfo->args[7].value = text_array(s->column_list, &fcinfo->args[7].isnull);
-	fcinfo->args[8].value = text_array(s->except_column_list, &fcinfo->args[8].isnull);
-	SET_TEXT(9, s->scd_type ? s->scd_type : "1");
-	fcinfo->args[10].value = text_array(s->track_list, &fcinfo->args[10].isnull);
-	fcinfo->args[11].value = text_array(s->track_except_list, &fcinfo->args[11].isnull);
-	SET_TEXT(12, s->name ? identifier_value(s->name) : NULL);
-	SET_BOOL(13, s->once);
-	SET_TEXT(14, s->system_sequence_by);
-	SET_BOOL(15, true);
-#undef SET_TEXT
-#undef SET_BOOL
-	(void) autocdc_create_flow(fcinfo);
+	SPI_finish();
 }
 
 /* DROP FLOW [IF EXISTS] name: autocdc.drop_flow(name) (the target stays). */
 static void
 run_drop_flow(AutocdcStmt *s)
 {
-	LOCAL_FCINFO(fcinfo, 2);
 	char	   *name = identifier_value(s->name);
-	bool		exists;
+	FlowDef    *flow;
+	int			level;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	{
-		int			level = set_safe_search_path();
-
-		exists = catalog_load_flow(name, false, true) != NULL;
-		AtEOXact_GUC(true, level);
-	}
-	SPI_finish();
-	if (!exists && s->if_exists)
-	{
+	level = set_safe_search_path();
+	flow = catalog_load_flow(name, true, true);
+	if (flow == NULL && s->if_exists)
 		ereport(NOTICE,
 				(errmsg("flow \"%s\" does not exist, skipping", name)));
-		return;
+	else
+	{
+		if (flow == NULL)
+			(void) catalog_load_flow(name, true, false);	/* the error */
+		catalog_check_flow_owner(flow);
+		define_drop_flow(flow, false);
 	}
-	InitFunctionCallInfoData(*fcinfo, NULL, 2, InvalidOid, NULL, NULL);
-	fcinfo->args[0].value = CStringGetTextDatum(name);
-	fcinfo->args[0].isnull = false;
-	fcinfo->args[1].value = BoolGetDatum(false);
-	fcinfo->args[1].isnull = false;
-	(void) autocdc_drop_flow(fcinfo);
+	AtEOXact_GUC(true, level);
+	SPI_finish();
 }
 
 /*
@@ -207,7 +164,7 @@ run_drop_flow(AutocdcStmt *s)
 static void
 run_streaming_table(AutocdcStmt *s)
 {
-	List	   *names = stringToQualifiedNameList(s->target);
+	List	   *names = compat_stringToQualifiedNameList(s->target);
 	RangeVar   *rv = makeRangeVarFromNameList(names);
 	Oid			relid = RangeVarGetRelid(rv, NoLock, true);
 	List	   *coldefs = NIL;
@@ -281,7 +238,7 @@ run_block(const char *text)
 	ListCell   *lc;
 	int			n = 0;
 
-	autocdc_require_current_catalog();
+	catalog_require_current();
 	run_refuse_while_applying("run autocdc statements");
 	stmts = autocdc_parse_block(text);
 

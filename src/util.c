@@ -1,21 +1,36 @@
 /*-------------------------------------------------------------------------
  *
  * util.c
- *		Small helpers shared by the rest of autocdc: switching between the
- *		catalog owner and a flow owner, pinning search_path, and running SPI
- *		statements and cursors.
+ *		Helpers of the base layer: switching between autocdc and a flow's
+ *		owner, pinning search_path, running SPI statements and cursors, and
+ *		names, columns and types.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_operator.h"
+#include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
 #include "utils/regproc.h"
+#include "utils/rel.h"
+#include "utils/ruleutils.h"
+#include "utils/syscache.h"
+#include "utils/typcache.h"
 
-#include "autocdc.h"
+#include "settings.h"
+#include "util.h"
+#include "compat.h"
 
 /* Switch to the bootstrap superuser for catalog writes. */
 void
@@ -75,7 +90,7 @@ name_list_or_nil(const char *text)
 
 	PG_TRY();
 	{
-		names = stringToQualifiedNameList(text);
+		names = compat_stringToQualifiedNameList(text);
 	}
 	PG_CATCH();
 	{
@@ -123,4 +138,258 @@ spi_foreach(const char *sql, bool read_only, SpiRowFn row_fn, SpiChunkFn chunk_f
 		SPI_freetuptable(SPI_tuptable);
 	}
 	SPI_cursor_close(portal);
+}
+
+/* ----------------------------------------------------------------
+ * names, columns and types
+ * ----------------------------------------------------------------
+ */
+
+/* Parse one SQL identifier given as text ("userId" keeps case, userId folds). */
+char *
+parse_identifier(const char *text, const char *what)
+{
+	List	   *names = name_list_or_nil(text);
+
+	if (list_length(names) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_NAME),
+				 errmsg("invalid %s name \"%s\"", what, text),
+				 errhint("Give a plain column name, double-quoted if it has upper-case letters.")));
+	return strVal(linitial(names));
+}
+
+/* Parse a text[] of identifiers into a list of names; NULL array gives NIL. */
+List *
+parse_identifier_array(ArrayType *arr, const char *what)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n,
+				i;
+	List	   *result = NIL;
+
+	if (arr == NULL)
+		return NIL;
+	if (ARR_NDIM(arr) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("%s list must be a one-dimensional array", what),
+				 errhint("Give the names as '{a, b}'.")));
+	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	for (i = 0; i < n; i++)
+	{
+		char	   *name;
+		ListCell   *lc;
+
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("%s list must not contain null", what)));
+		name = parse_identifier(TextDatumGetCString(elems[i]), what);
+		foreach(lc, result)
+			if (strcmp(lfirst(lc), name) == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_DUPLICATE_COLUMN),
+						 errmsg("column \"%s\" appears more than once in the %s list",
+								name, what)));
+		result = lappend(result, name);
+	}
+	return result;
+}
+
+/* Does a list of names contain name? */
+bool
+name_in_list(List *names, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, names)
+		if (strcmp((char *) lfirst(lc), name) == 0)
+			return true;
+	return false;
+}
+
+/* Build a name[] datum from a list of C strings. */
+Datum
+names_to_array(List *names)
+{
+	Datum	   *d = palloc(sizeof(Datum) * (list_length(names) + 1));
+	int			i = 0;
+	ListCell   *lc;
+
+	foreach(lc, names)
+		d[i++] = DirectFunctionCall1(namein, CStringGetDatum(lfirst(lc)));
+	return PointerGetDatum(construct_array(d, i, NAMEOID, NAMEDATALEN, false, TYPALIGN_CHAR));
+}
+
+/* Read a name[] datum into a list of C strings. */
+List *
+array_to_names(Datum arr)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n,
+				i;
+	List	   *result = NIL;
+
+	deconstruct_array(DatumGetArrayTypeP(arr), NAMEOID, NAMEDATALEN, false,
+					  TYPALIGN_CHAR, &elems, &nulls, &n);
+	for (i = 0; i < n; i++)
+		result = lappend(result, pstrdup(NameStr(*DatumGetName(elems[i]))));
+	return result;
+}
+
+/* The user columns of a relation, in attribute order. */
+List *
+relation_columns(Oid relid)
+{
+	Relation	rel = relation_open(relid, AccessShareLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	List	   *result = NIL;
+	int			i;
+
+	for (i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		ColInfo    *c;
+
+		if (att->attisdropped)
+			continue;
+		c = palloc(sizeof(ColInfo));
+		c->name = pstrdup(NameStr(att->attname));
+		c->typid = att->atttypid;
+		c->typmod = att->atttypmod;
+		c->collation = att->attcollation;
+		c->generated = att->attgenerated != '\0';
+		result = lappend(result, c);
+	}
+	relation_close(rel, AccessShareLock);
+	return result;
+}
+
+/* The owner of a relation. */
+Oid
+relation_owner(Oid relid)
+{
+	HeapTuple	tp = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			result;
+
+	if (!HeapTupleIsValid(tp))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	result = ((Form_pg_class) GETSTRUCT(tp))->relowner;
+	ReleaseSysCache(tp);
+	return result;
+}
+
+/* Find a column by name. */
+ColInfo *
+find_column(List *cols, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, cols)
+	{
+		ColInfo    *c = lfirst(lc);
+
+		if (strcmp(c->name, name) == 0)
+			return c;
+	}
+	return NULL;
+}
+
+/* Column definition text "name type [COLLATE x]". */
+char *
+column_definition(const char *name, Oid typid, int32 typmod, Oid collation)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "%s %s", quote_identifier(name),
+					 format_type_with_typemod(typid, typmod));
+	if (OidIsValid(collation) && collation != get_typcollation(typid))
+		appendStringInfo(&buf, " COLLATE %s", generate_collation_name(collation));
+	return buf.data;
+}
+
+/* Comma-separated quoted identifiers. */
+char *
+quoted_list(List *names)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, names)
+		appendStringInfo(&buf, "%s%s", buf.len ? ", " : "",
+						 quote_identifier(lfirst(lc)));
+	return buf.data;
+}
+
+/* Has the type a default btree ordering? */
+bool
+type_is_orderable(Oid typid)
+{
+	TypeCacheEntry *tc = lookup_type_cache(typid, TYPECACHE_CMP_PROC);
+
+	return OidIsValid(tc->cmp_proc);
+}
+
+/* Resolve a relation name given as text; InvalidOid if missing. */
+Oid
+resolve_relation(const char *name, RangeVar **rv_out)
+{
+	List	   *names = name_list_or_nil(name);
+	RangeVar   *rv;
+
+	if (names == NIL || list_length(names) > 2)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_NAME),
+				 errmsg("invalid relation name \"%s\"", name)));
+	rv = makeRangeVarFromNameList(names);
+	if (rv_out)
+		*rv_out = rv;
+	return RangeVarGetRelid(rv, NoLock, true);
+}
+
+/* Qualified name of a relation. */
+char *
+qualified_relname(Oid relid)
+{
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+									  get_rel_name(relid));
+}
+
+/* "OPERATOR(schema.=)" for the default equality of a type. */
+char *
+equality_operator(Oid typid)
+{
+	TypeCacheEntry *tc = lookup_type_cache(typid, TYPECACHE_EQ_OPR);
+	HeapTuple	tp;
+	Oid			nsp;
+
+	if (!OidIsValid(tc->eq_opr))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("key type %s has no default equality operator", format_type_be(typid))));
+
+	tp = SearchSysCache1(OPEROID, ObjectIdGetDatum(tc->eq_opr));
+	if (!HeapTupleIsValid(tp))
+		elog(ERROR, "cache lookup failed for operator %u", tc->eq_opr);
+	nsp = ((Form_pg_operator) GETSTRUCT(tp))->oprnamespace;
+	ReleaseSysCache(tp);
+	return psprintf("OPERATOR(%s.=)", quote_identifier(get_namespace_name(nsp)));
+}
+
+/* A text[] of quoted identifiers (what parse_identifier_array reads back). */
+Datum
+quoted_text_array(List *names)
+{
+	Datum	   *d = palloc(sizeof(Datum) * (list_length(names) + 1));
+	int			i = 0;
+	ListCell   *lc;
+
+	foreach(lc, names)
+		d[i++] = CStringGetTextDatum(quote_identifier(lfirst(lc)));
+	return PointerGetDatum(construct_array(d, i, TEXTOID, -1, false, TYPALIGN_INT));
 }

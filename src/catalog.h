@@ -1,0 +1,136 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog.h
+ *		autocdc's catalog (store layer): the only module that reads or writes
+ *		the autocdc.* tables.  A flow row and its progress become a FlowDef,
+ *		a target row a TargetDef; every other module asks here.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef AUTOCDC_CATALOG_H
+#define AUTOCDC_CATALOG_H
+
+#include "access/xlogdefs.h"
+#include "datatype/timestamp.h"
+#include "nodes/pg_list.h"
+
+/* autocdc.flow.kind */
+#define FLOW_CDC 'c'
+#define FLOW_SNAPSHOT 's'
+
+/* A flow as the catalog holds it: its definition and its progress. */
+typedef struct FlowDef
+{
+	int32		id;
+	char	   *name;
+	Oid			owner;
+	char		kind;			/* FLOW_CDC or FLOW_SNAPSHOT */
+	/* source */
+	Oid			source;			/* feed or table source; InvalidOid for a
+								 * version function */
+	char	   *source_text;	/* as the user gave it */
+	bool		once;
+	char	   *source_function;	/* version function signature, or NULL */
+	/* target */
+	int			target_id;		/* 0: a snapshot target not created yet */
+	Oid			target;
+	char	   *snapshot_target;	/* qualified name until the first run */
+	/* what the flow does */
+	char		scd;			/* '1' or '2' */
+	List	   *keys;			/* key column names */
+	char	   *sequence_by;	/* normalized expression */
+	char	   *deletes;		/* normalized expression or NULL */
+	char	   *truncates;		/* normalized expression or NULL */
+	bool		ignore_nulls;
+	List	   *columns;		/* selected source columns, source order */
+	bool		has_include;	/* a column_list was given */
+	List	   *col_include;	/* column_list */
+	List	   *col_except;		/* except_column_list */
+	bool		track_all;		/* SCD 2: every non-key column is tracked */
+	List	   *track;			/* otherwise the tracked columns (maybe none) */
+	bool		has_track_include;	/* track_history_column_list given */
+	List	   *track_include;	/* track_history_column_list */
+	List	   *track_except;	/* track_history_except_column_list */
+	Oid			seq_type;		/* the target's sequence type */
+	char	   *tombstone_retention;	/* this flow's, as interval text */
+	char	   *retention;		/* the target's: the longest of its flows', or
+								 * NULL (forever) */
+	bool		continuous;
+	bool		paused;
+	/* progress */
+	bool		has_progress;
+	XLogRecPtr	progress;		/* source commits before it are applied */
+	char	   *slot_name;		/* slot the progress belongs to */
+	bool		once_done;
+	XLogRecPtr	skip_upto;		/* commits at or before it are skipped */
+	TimestampTz last_run_at;	/* 0: never */
+	char	   *snapshot_version;	/* last applied version as text, or NULL */
+} FlowDef;
+
+/* A target as the catalog holds it. */
+typedef struct TargetDef
+{
+	int			id;
+	Oid			relid;
+	char		scd;
+	List	   *keys;
+	Oid			seq_type;
+	char	   *seq_typname;	/* composite <target>_seq autocdc created, or
+								 * NULL */
+	List	   *columns;		/* data columns of the target, in order */
+} TargetDef;
+
+/* Metrics of one run. */
+typedef struct RunMetrics
+{
+	int64		num_events;
+	int64		num_upserted;
+	int64		num_deleted;
+	int64		num_skipped;
+	TimestampTz last_commit_time;
+} RunMetrics;
+
+/* the catalog's version */
+extern char *catalog_installed_version(void);
+extern void catalog_require_current(void);
+
+/* flows */
+extern FlowDef *catalog_load_flow(const char *name, bool lock, bool missing_ok);
+extern bool catalog_flow_exists(const char *name);
+extern Oid	catalog_flow_owner(int32 flow_id);
+extern void catalog_check_flow_owner(FlowDef *flow);
+extern void catalog_insert_flow(FlowDef *flow);
+extern void catalog_delete_flow(const char *name);
+extern List *catalog_target_flows(int target_id);
+extern char *catalog_snapshot_flow_of(int target_id);
+extern char *catalog_flow_of_relation(Oid relid);
+extern void catalog_set_columns(FlowDef *flow, List *columns);
+extern void catalog_set_snapshot_target(FlowDef *flow, int target_id, List *columns, List *track,
+										bool track_all);
+extern void catalog_set_snapshot_version(FlowDef *flow, const char *version);
+extern void catalog_set_skip(const char *name, XLogRecPtr upto);
+extern void catalog_set_paused(const char *name, bool paused);
+extern void catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz started, bool log);
+extern void catalog_record_failure(int32 flow_id, const char *message, TimestampTz at);
+
+/* roles and sources (the utility hook) */
+extern List *catalog_flows_of_roles(List *roleids);
+extern void catalog_reassign_flows(Oid from, Oid to);
+extern List *catalog_flows_reading(List *relids);
+
+/* targets */
+extern bool catalog_load_target(Oid relid, TargetDef *t);
+extern int	catalog_insert_target(TargetDef *t);
+extern char *catalog_delete_target(int target_id);
+extern bool catalog_lock_target(int target_id, bool skip_locked);
+
+/* what the worker asks */
+extern bool catalog_has_change_flows(bool continuous_only);
+extern List *catalog_due_change_flows(void);
+extern List *catalog_due_snapshot_flows(void);
+extern long catalog_next_due_ms(void);
+extern void catalog_lock_flows(void);
+extern void catalog_prune_run_log(int minutes);
+extern bool catalog_oldest_progress(const char *slot, XLogRecPtr *lsn);
+
+#endif							/* AUTOCDC_CATALOG_H */

@@ -1,0 +1,900 @@
+/*-------------------------------------------------------------------------
+ *
+ * define.c
+ *		Defining flows: validate a FlowSpec, create the target (in the
+ *		calling transaction, as the caller) and its hidden state, and record
+ *		the flow; snapshot flows, whose version function's first snapshot
+ *		creates their target later; dropping flows.
+ *
+ * Everything is checked as the calling user, with the caller's search_path
+ * for names and expressions; the catalog rows are written by catalog.c.
+ * The steps of define_flow work on a Definition, one step per concern.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/catalog.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_inherits.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/regproc.h"
+#include "utils/rls.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+#include "compat.h"
+#include "define.h"
+#include "expr.h"
+#include "layout.h"
+#include "snapsource.h"
+#include "storage.h"
+#include "util.h"
+
+/* What define_flow has learnt so far. */
+typedef struct Definition
+{
+	FlowSpec   *spec;
+	const StorageKind *kind;
+	bool		reads_once;		/* the source is read whole, not decoded */
+	/* source */
+	Oid			source;
+	char	   *srcname;
+	List	   *srccols;
+	/* columns */
+	List	   *keys;
+	List	   *collist;
+	List	   *exceptlist;
+	List	   *tracklist;
+	List	   *trackexcept;
+	List	   *selected;
+	List	   *datacols;
+	bool		track_all;
+	List	   *track;
+	/* expressions */
+	ExprInfo   *seq;
+	ExprInfo   *del;
+	ExprInfo   *trunc;
+	Oid			seqtype;
+	char	   *seqtypname;
+	/* target */
+	RangeVar   *trv;
+	Oid			target;
+	char	   *flowname;
+	TargetDef	tdef;
+	bool		target_known;	/* another flow writes it already */
+} Definition;
+
+/* Strip stream(...) around a source; note changes(...). */
+static char *
+parse_source_text(const char *source, bool *is_changes)
+{
+	char	   *s = pstrdup(source);
+	char	   *end;
+	bool		again = true;
+
+	*is_changes = false;
+	while (again)
+	{
+		again = false;
+		while (isspace((unsigned char) *s))
+			s++;
+		end = s + strlen(s);
+		while (end > s && isspace((unsigned char) end[-1]))
+			*--end = '\0';
+		if (pg_strncasecmp(s, "stream", 6) == 0)
+		{
+			char	   *p = s + 6;
+
+			while (isspace((unsigned char) *p))
+				p++;
+			if (*p == '(' && end[-1] == ')')
+			{
+				end[-1] = '\0';
+				s = p + 1;
+				again = true;
+				continue;
+			}
+		}
+		if (pg_strncasecmp(s, "changes", 7) == 0)
+		{
+			char	   *p = s + 7;
+
+			while (isspace((unsigned char) *p))
+				p++;
+			if (*p == '(' && end[-1] == ')')
+			{
+				end[-1] = '\0';
+				s = p + 1;
+				*is_changes = true;
+				again = true;
+			}
+		}
+	}
+	return s;
+}
+
+/*
+ * Error if a relation lives in one of autocdc's schemas, or (with system)
+ * is a system catalog or in a schema of PostgreSQL's: no flow writes those,
+ * and a feed's inserts are decoded, which catalogs' are not.
+ */
+static void
+refuse_reserved(Oid relid, const char *name, const char *what, bool system)
+{
+	Oid			nsp = get_rel_namespace(relid);
+	char	   *nspname = get_namespace_name(nsp);
+
+	if ((system && (IsCatalogRelationOid(relid) || IsCatalogNamespace(nsp) ||
+					IsToastNamespace(nsp) ||
+					(nspname && strcmp(nspname, "information_schema") == 0))) ||
+		(nspname && (strcmp(nspname, "autocdc") == 0 ||
+					 strcmp(nspname, AUTOCDC_STATE_SCHEMA) == 0 ||
+					 strcmp(nspname, AUTOCDC_INTERNAL_SCHEMA) == 0)))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("%s \"%s\" is a system or autocdc table", what, name),
+				 errhint("Flows read and write tables of your own schemas.")));
+}
+
+/* Is a schema one of PostgreSQL's or autocdc's? */
+static bool
+reserved_schema(const char *nspname)
+{
+	Oid			nsp = get_namespace_oid(nspname, true);
+
+	return OidIsValid(nsp) &&
+		(IsCatalogNamespace(nsp) || IsToastNamespace(nsp) ||
+		 strcmp(nspname, "information_schema") == 0 ||
+		 strcmp(nspname, AUTOCDC_SCHEMA) == 0 ||
+		 strcmp(nspname, AUTOCDC_STATE_SCHEMA) == 0 ||
+		 strcmp(nspname, AUTOCDC_INTERNAL_SCHEMA) == 0);
+}
+
+/* Check a source relation's kind and persistence. */
+static void
+check_source_relation(Oid relid, const char *name, bool once)
+{
+	char		relkind = get_rel_relkind(relid);
+	char		persistence = get_rel_persistence(relid);
+
+	if (once)
+	{
+		if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE &&
+			relkind != RELKIND_VIEW && relkind != RELKIND_MATVIEW &&
+			relkind != RELKIND_FOREIGN_TABLE)
+			ereport(ERROR,
+					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+					 errmsg("source \"%s\" is not a table or view", name)));
+		return;
+	}
+	if (relkind == RELKIND_VIEW || relkind == RELKIND_MATVIEW ||
+		relkind == RELKIND_FOREIGN_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("source \"%s\" is a %s, not a feed table", name,
+						relkind == RELKIND_VIEW ? "view" :
+						relkind == RELKIND_MATVIEW ? "materialized view" : "foreign table"),
+				 errhint("Change flows read the inserts committed to an ordinary table; use a snapshot flow or once => true to read a %s.",
+						 relkind == RELKIND_FOREIGN_TABLE ? "foreign table" : "view")));
+	if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("source \"%s\" is not a table", name)));
+	if (persistence != RELPERSISTENCE_PERMANENT)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("source \"%s\" is %s", name,
+						persistence == RELPERSISTENCE_TEMP ? "a temporary table" : "an unlogged table"),
+				 errhint("Its inserts are not written to the WAL; use a logged table, a snapshot flow or once => true.")));
+	if (relkind == RELKIND_PARTITIONED_TABLE)
+	{
+		ListCell   *lc;
+
+		foreach(lc, find_all_inheritors(relid, NoLock, NULL))
+		{
+			Oid			leaf = lfirst_oid(lc);
+			char		k = get_rel_relkind(leaf);
+
+			if (k != RELKIND_PARTITIONED_TABLE &&
+				(k != RELKIND_RELATION || get_rel_persistence(leaf) != RELPERSISTENCE_PERMANENT))
+				ereport(ERROR,
+						(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+						 errmsg("partition \"%s\" of source \"%s\" is not a logged table",
+								get_rel_name(leaf), name),
+						 errhint("Its inserts are not written to the WAL; make every partition a logged table.")));
+		}
+	}
+}
+
+/*
+ * Run a zero-row query over the source as the caller: a permission error
+ * says which privilege the flow owner lacks.
+ */
+static void
+check_caller_reads(const char *sql, const char *srcname)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+
+	PG_TRY();
+	{
+		spi_exec(sql, SPI_OK_SELECT);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode != ERRCODE_INSUFFICIENT_PRIVILEGE)
+			PG_RE_THROW();
+		FlushErrorState();
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for source \"%s\"", srcname),
+				 errdetail("%s", edata->message),
+				 errhint("The flow owner needs SELECT on the source columns the flow selects and its expressions use.")));
+	}
+	PG_END_TRY();
+}
+
+/*
+ * A snapshot flow must be the only flow into its target, in both
+ * directions: error if target_id is written by a snapshot flow.
+ */
+static void
+check_target_free(int target_id, const char *target)
+{
+	char	   *other = catalog_snapshot_flow_of(target_id);
+
+	if (other != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("target \"%s\" is written by snapshot flow \"%s\"", target, other),
+				 errhint("A snapshot flow must be the only flow into its target; choose another target.")));
+}
+
+/* Error if an existing relation is already the target of any flow. */
+static void
+check_target_unused(Oid target, const char *name)
+{
+	char	   *other = catalog_flow_of_relation(target);
+
+	if (other != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("target \"%s\" is already written by flow \"%s\"", name, other),
+				 errhint("A snapshot flow compares each snapshot with its target, so it must be the only flow into that target; choose another target.")));
+}
+
+/* The storage kind a FlowSpec asks for. */
+static void
+def_kind(Definition *d)
+{
+	const char *scd = d->spec->scd ? d->spec->scd : "1";
+
+	if (pg_strcasecmp(scd, "1") == 0)
+		d->kind = storage_kind('1');
+	else if (pg_strcasecmp(scd, "2") == 0)
+		d->kind = storage_kind('2');
+	else if (pg_strcasecmp(scd, "bitemporal") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("bitemporal flows are not supported yet"),
+				 errhint("Use stored_as_scd_type => '2'.")));
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown SCD type \"%s\"", scd),
+				 errhint("Use '1', '2' or 'bitemporal'.")));
+	if (d->spec->system_sequence_by)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("system_sequence_by is only allowed for bitemporal flows")));
+}
+
+/* Resolve and check the source named by the spec. */
+static void
+def_source(Definition *d)
+{
+	bool		is_changes;
+
+	d->srcname = parse_source_text(d->spec->source, &is_changes);
+	if (is_changes)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("changes() sources are not supported yet"),
+				 errhint("Use an append-only feed table as the source.")));
+	d->source = resolve_relation(d->srcname, NULL);
+	if (!OidIsValid(d->source))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("source relation \"%s\" does not exist", d->srcname)));
+}
+
+/* Checks of a resolved source, as whoever will own the flow. */
+static void
+def_check_source(Definition *d)
+{
+	refuse_reserved(d->source, d->srcname, "source", !d->reads_once);
+	check_source_relation(d->source, d->srcname, d->reads_once);
+	if (check_enable_rls(d->source, InvalidOid, true) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("source \"%s\" has row-level security enabled", d->srcname),
+				 errhint("A flow must read every row of its source; its owner must bypass row-level security.")));
+	d->srccols = relation_columns(d->source);
+}
+
+/* Keys, the column selection and the tracked columns. */
+static void
+def_columns(Definition *d)
+{
+	FlowSpec   *s = d->spec;
+	ListCell   *lc;
+
+	d->keys = parse_identifier_array(s->keys, "key");
+	d->collist = parse_identifier_array(s->column_list, "column");
+	d->exceptlist = parse_identifier_array(s->except_column_list, "column");
+	d->tracklist = parse_identifier_array(s->track_list, "track history column");
+	d->trackexcept = parse_identifier_array(s->track_except_list, "track history column");
+	if (d->keys == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a flow needs at least one key column")));
+	if (s->column_list && s->except_column_list)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("column_list and except_column_list cannot both be given")));
+	if (s->track_list && s->track_except_list)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("track_history_column_list and track_history_except_column_list cannot both be given")));
+	if ((s->track_list || s->track_except_list) && !d->kind->tracks_history)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("history tracking lists are only allowed for SCD type 2 flows"),
+				 errhint("Add stored_as_scd_type => '2', or drop the tracking list.")));
+	foreach(lc, list_concat(list_concat(list_copy(d->keys), d->collist), d->exceptlist))
+		if (!find_column(d->srccols, lfirst(lc)))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("column \"%s\" does not exist in source \"%s\"",
+							(char *) lfirst(lc), d->srcname)));
+	foreach(lc, d->srccols)
+	{
+		ColInfo    *c = lfirst(lc);
+
+		if (s->column_list && !name_in_list(d->collist, c->name))
+			continue;
+		if (name_in_list(d->exceptlist, c->name))
+			continue;
+		if (storage_reserved_column(c->name))
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_COLUMN),
+					 errmsg("source column \"%s\" clashes with a column autocdc adds", c->name),
+					 errhint("Leave it out with except_column_list.")));
+		d->selected = lappend(d->selected, c->name);
+		if (!name_in_list(d->keys, c->name))
+			d->datacols = lappend(d->datacols, c->name);
+	}
+	foreach(lc, d->keys)
+	{
+		ColInfo    *c = find_column(d->srccols, lfirst(lc));
+
+		if (!name_in_list(d->selected, c->name))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("key column \"%s\" is excluded by the column selection", c->name),
+					 errhint("Key columns must be part of the target.")));
+		if (!type_is_orderable(c->typid))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FUNCTION),
+					 errmsg("key column \"%s\" has type %s, which has no default btree ordering",
+							c->name, format_type_be(c->typid))));
+	}
+
+	/* tracking: all non-key columns unless a list says otherwise (maybe none) */
+	d->track_all = !(s->track_list || s->track_except_list);
+	if (!d->kind->tracks_history)
+		return;
+	foreach(lc, list_concat(list_copy(d->tracklist), d->trackexcept))
+		if (!name_in_list(d->datacols, lfirst(lc)))
+			ereport(ERROR,
+					(errcode(find_column(d->srccols, lfirst(lc)) ? ERRCODE_INVALID_PARAMETER_VALUE :
+							 ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("track history column \"%s\" is not a selected non-key column of source \"%s\"",
+							(char *) lfirst(lc), d->srcname)));
+	if (!d->track_all)
+		foreach(lc, d->datacols)
+			if (s->track_list ? name_in_list(d->tracklist, lfirst(lc)) :
+				!name_in_list(d->trackexcept, lfirst(lc)))
+				d->track = lappend(d->track, lfirst(lc));
+}
+
+/* The expressions, checked against the source with the caller's search_path. */
+static void
+def_expressions(Definition *d)
+{
+	FlowSpec   *s = d->spec;
+	ListCell   *lc;
+	StringInfoData sql;
+
+	if (s->sequence_by == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("sequence_by is required for a feed source")));
+	d->seq = expr_analyze(d->source, s->sequence_by, "sequence");
+	if (d->seq->field_names == NIL && !type_is_orderable(d->seq->typid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("sequence type %s has no default btree ordering", format_type_be(d->seq->typid)),
+				 errhint("Sequence by a column of an orderable type, or by ROW(a, b) of such columns.")));
+	foreach(lc, d->seq->field_types)
+		if (!type_is_orderable(lfirst_oid(lc)))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FUNCTION),
+					 errmsg("sequence field type %s has no default btree ordering",
+							format_type_be(lfirst_oid(lc)))));
+	if (s->deletes)
+	{
+		d->del = expr_analyze(d->source, s->deletes, "apply_as_deletes");
+		if (d->del->typid != BOOLOID)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("apply_as_deletes must be a boolean expression, not type %s",
+							format_type_be(d->del->typid))));
+	}
+	if (s->truncates)
+	{
+		d->trunc = expr_analyze(d->source, s->truncates, "apply_as_truncates");
+		if (d->trunc->typid != BOOLOID)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("apply_as_truncates must be a boolean expression, not type %s",
+							format_type_be(d->trunc->typid))));
+	}
+
+	/* the caller must be able to read what the flow reads */
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "SELECT %s, (%s)%s%s%s%s FROM %s LIMIT 0",
+					 quoted_list(d->selected), d->seq->normalized,
+					 d->del ? ", " : "", d->del ? d->del->normalized : "",
+					 d->trunc ? ", " : "", d->trunc ? d->trunc->normalized : "",
+					 qualified_relname(d->source));
+	check_caller_reads(sql.data, d->srcname);
+}
+
+/* Resolve the target's name (caller's search_path) and the flow's name. */
+static void
+def_target_name(Definition *d)
+{
+	d->target = resolve_relation(d->spec->target, &d->trv);
+	if (d->trv->schemaname == NULL)
+		d->trv->schemaname = get_namespace_name(RangeVarGetCreationNamespace(d->trv));
+	if (OidIsValid(d->target))
+		refuse_reserved(d->target, d->spec->target, "target", true);
+	else if (reserved_schema(d->trv->schemaname))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("target \"%s\" would be created in system or autocdc schema \"%s\"",
+						d->spec->target, d->trv->schemaname),
+				 errhint("Flows read and write tables of your own schemas.")));
+	if (OidIsValid(d->target) && d->target == d->source)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("target \"%s\" is the flow's source", d->spec->target)));
+	d->flowname = pstrdup(d->spec->name ? d->spec->name : d->trv->relname);
+}
+
+/* Refuse a name another flow has. */
+static void
+check_new_name(const char *flowname)
+{
+	if (catalog_flow_exists(flowname))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("flow \"%s\" already exists", flowname),
+				 errhint("Give the flow another name with name => '...', or drop the existing flow first.")));
+}
+
+/* The sequence's type; a ROW(...) sequence gets a composite type <target>_seq. */
+static void
+def_sequence_type(Definition *d)
+{
+	char	   *typname;
+	char	   *tschema = d->trv->schemaname;
+	Oid			existing;
+	StringInfoData sql;
+	ListCell   *lc,
+			   *lt,
+			   *lm,
+			   *lcoll;
+
+	d->seqtype = d->seq->typid;
+	if (d->seq->field_names == NIL)
+		return;
+	typname = psprintf("%s_seq", d->trv->relname);
+	existing = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum(typname),
+							   ObjectIdGetDatum(get_namespace_oid(tschema, false)));
+	d->seqtypname = typname;
+	if (!OidIsValid(existing))
+	{
+		initStringInfo(&sql);
+		appendStringInfo(&sql, "CREATE TYPE %s AS (", quote_qualified_identifier(tschema, typname));
+		forfour(lc, d->seq->field_names, lt, d->seq->field_types, lm, d->seq->field_typmods,
+				lcoll, d->seq->field_colls)
+			appendStringInfo(&sql, "%s%s", lc == list_head(d->seq->field_names) ? "" : ", ",
+							 column_definition(lfirst(lc), lfirst_oid(lt), lfirst_int(lm),
+											   lfirst_oid(lcoll)));
+		appendStringInfoString(&sql, ")");
+		spi_exec(sql.data, SPI_OK_UTILITY);
+		CommandCounterIncrement();
+		existing = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum(typname),
+								   ObjectIdGetDatum(get_namespace_oid(tschema, false)));
+	}
+	d->seqtype = existing;
+	d->seq->normalized = psprintf("(%s)::%s", d->seq->normalized, format_type_be_qualified(d->seqtype));
+}
+
+/*
+ * The target: an existing one must fit (and agree with the flows into it,
+ * if autocdc knows it); a missing one is created, in the calling
+ * transaction, as the caller.
+ */
+static void
+def_target(Definition *d)
+{
+	const char *name = d->spec->target;
+	ListCell   *lc;
+
+	if (!OidIsValid(d->target))
+	{
+		d->target = storage_create_target(d->trv->schemaname, d->trv->relname, d->srccols,
+										  d->selected, d->kind, d->keys, d->seqtype);
+		return;
+	}
+	if (!compat_class_ownercheck(d->target, GetUserId()))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of target \"%s\"", name)));
+	if (get_rel_relkind(d->target) != RELKIND_RELATION)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("target \"%s\" is not an ordinary table", name)));
+	if (catalog_load_target(d->target, &d->tdef))
+	{
+		bool		same_keys = list_length(d->tdef.keys) == list_length(d->keys);
+
+		d->target_known = true;
+		check_target_free(d->tdef.id, name);
+		foreach(lc, d->keys)
+			same_keys = same_keys && name_in_list(d->tdef.keys, lfirst(lc));
+		if (d->tdef.scd != d->kind->code || !same_keys || d->tdef.seq_type != d->seqtype)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("flow \"%s\" does not agree with the other flows into target \"%s\"",
+							d->flowname, name),
+					 errhint("Flows into one target must use the same keys, SCD type and sequence type.")));
+	}
+	storage_check_target(d->target, name, d->srccols, d->selected, d->kind, d->seqtype);
+}
+
+/* The target's catalog row and hidden state, when it is new to autocdc. */
+static void
+def_record_target(Definition *d)
+{
+	ListCell   *lc;
+
+	if (d->target_known)
+		return;
+	memset(&d->tdef, 0, sizeof(TargetDef));
+	d->tdef.relid = d->target;
+	d->tdef.scd = d->kind->code;
+	d->tdef.keys = d->keys;
+	d->tdef.seq_type = d->seqtype;
+	d->tdef.seq_typname = d->seqtypname;
+	foreach(lc, relation_columns(d->target))
+	{
+		ColInfo    *c = lfirst(lc);
+
+		if (!storage_reserved_column(c->name))
+			d->tdef.columns = lappend(d->tdef.columns, c->name);
+	}
+	(void) catalog_insert_target(&d->tdef);
+	storage_create_state(d->tdef.id, d->target, d->seqtype, d->keys);
+}
+
+/* The FlowDef of a defined flow, for the catalog. */
+static FlowDef *
+def_flowdef(Definition *d)
+{
+	FlowDef    *f = palloc0(sizeof(FlowDef));
+
+	f->name = d->flowname;
+	f->owner = GetUserId();
+	f->kind = d->spec->kind;
+	f->source = d->source;
+	f->source_text = pstrdup(d->spec->source);
+	f->once = d->spec->once;
+	f->target_id = d->tdef.id;
+	f->scd = d->kind->code;
+	f->keys = d->keys;
+	f->sequence_by = d->seq->normalized;
+	f->deletes = d->del ? d->del->normalized : NULL;
+	f->truncates = d->trunc ? d->trunc->normalized : NULL;
+	f->ignore_nulls = d->spec->ignore_nulls;
+	f->columns = d->selected;
+	f->has_include = d->spec->column_list != NULL;
+	f->col_include = d->collist;
+	f->col_except = d->exceptlist;
+	f->track_all = d->track_all;
+	f->track = d->track;
+	f->has_track_include = d->spec->track_list != NULL;
+	f->track_include = d->tracklist;
+	f->track_except = d->trackexcept;
+	f->continuous = d->spec->continuous;
+	f->tombstone_retention = d->spec->tombstone_retention ? pstrdup(d->spec->tombstone_retention) : NULL;
+	return f;
+}
+
+/*
+ * Validate a change flow (or a snapshot flow reading a table or view),
+ * create its target and hidden state when missing, and record it; returns
+ * the flow's name.  SPI connected.
+ */
+static char *
+define_from(FlowSpec *spec)
+{
+	Definition	d;
+	int			level;
+
+	memset(&d, 0, sizeof(d));
+	d.spec = spec;
+	d.reads_once = spec->once || spec->kind == FLOW_SNAPSHOT;
+	def_kind(&d);
+	def_source(&d);
+	def_check_source(&d);
+	def_columns(&d);
+	def_expressions(&d);
+	def_target_name(&d);
+	level = set_safe_search_path();
+	check_new_name(d.flowname);
+	def_sequence_type(&d);
+	def_target(&d);
+	def_record_target(&d);
+	catalog_insert_flow(def_flowdef(&d));
+	AtEOXact_GUC(true, level);
+	return d.flowname;
+}
+
+/* Validate and record a change flow (SPI connected); returns its name. */
+char *
+define_flow(FlowSpec *spec)
+{
+	spec->kind = FLOW_CDC;
+	if (spec->tombstone_retention)
+	{
+		Interval   *zero = palloc0(sizeof(Interval));
+		Datum		r = DirectFunctionCall3(interval_in, CStringGetDatum(spec->tombstone_retention),
+										   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+
+		if (DatumGetInt32(DirectFunctionCall2(interval_cmp, r, IntervalPGetDatum(zero))) < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("tombstone_retention must not be negative"),
+					 errhint("Give how long delete markers are kept, e.g. '30 days', or NULL to keep them forever.")));
+	}
+	return define_from(spec);
+}
+
+/*
+ * Validate and record a snapshot flow (SPI connected); returns its name.
+ * A table or view source is defined like a change flow that reads its
+ * source whole, versioned by each run's transaction time; a version
+ * function's flow has no target until its first snapshot.
+ */
+char *
+define_snapshot_flow(FlowSpec *spec)
+{
+	const char *scd = spec->scd ? spec->scd : "1";
+	RangeVar   *trv;
+	Oid			target;
+
+	spec->kind = FLOW_SNAPSHOT;
+	if ((spec->source == NULL) == (spec->source_function == NULL))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a snapshot flow needs exactly one of source and source_function"),
+				 errhint("Give a table or view as source => '...', or a version function as source_function => 'f(bigint)'.")));
+	if (pg_strcasecmp(scd, "bitemporal") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("bitemporal snapshot flows are not supported"),
+				 errhint("Use stored_as_scd_type => '1' or '2'.")));
+	if (strcmp(scd, "1") != 0 && strcmp(scd, "2") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown SCD type \"%s\"", scd),
+				 errhint("Use '1' or '2'.")));
+	if (spec->track_list && spec->track_except_list)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("track_history_column_list and track_history_except_column_list cannot both be given"),
+				 errhint("Give either the columns whose changes open a new version or the columns whose changes do not.")));
+	if (ArrayGetNItems(ARR_NDIM(spec->keys), ARR_DIMS(spec->keys)) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a flow needs at least one key column"),
+				 errhint("Give the columns that identify a row of the snapshots, e.g. keys => '{id}'.")));
+	if ((spec->track_list || spec->track_except_list) && scd[0] != '2')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("history tracking lists are only allowed for SCD type 2 flows"),
+				 errhint("Add stored_as_scd_type => '2', or drop the tracking list.")));
+
+	/* the target, resolved with the caller's search_path */
+	target = resolve_relation(spec->target, &trv);
+	if (trv->schemaname == NULL)
+		trv->schemaname = get_namespace_name(RangeVarGetCreationNamespace(trv));
+	if (OidIsValid(target))
+		check_target_unused(target, spec->target);
+
+	if (spec->source != NULL)
+	{
+		List	   *snames = name_list_or_nil(spec->source);
+		Oid			source = InvalidOid;
+
+		if (snames != NIL && list_length(snames) <= 2)
+			source = RangeVarGetRelid(makeRangeVarFromNameList(snames), NoLock, true);
+		if (OidIsValid(source) && get_rel_persistence(source) == RELPERSISTENCE_TEMP)
+			ereport(ERROR,
+					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+					 errmsg("snapshot source \"%s\" is a temporary table", spec->source),
+					 errhint("The background worker cannot read another session's temporary tables; use an ordinary or unlogged table or a view.")));
+		spec->sequence_by = "pg_catalog.transaction_timestamp()";
+		return define_from(spec);
+	}
+	else
+	{
+		/* a version function; the first snapshot it returns creates the target */
+		Oid			fn = snapsource_lookup(spec->source_function);
+		FlowDef    *f = palloc0(sizeof(FlowDef));
+		int			level;
+
+		if (!OidIsValid(fn))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FUNCTION),
+					 errmsg("version function %s does not exist", spec->source_function),
+					 errhint("Give the function's name and argument type, e.g. source_function => 'next_snapshot(bigint)'.")));
+		(void) snapsource_check_function(fn, spec->source_function);
+		if (compat_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied for version function %s", spec->source_function),
+					 errhint("The flow owner needs EXECUTE on the version function.")));
+		f->keys = parse_identifier_array(spec->keys, "key");
+		f->track_include = parse_identifier_array(spec->track_list, "track history column");
+		f->has_track_include = spec->track_list != NULL;
+		f->track_except = parse_identifier_array(spec->track_except_list, "track history column");
+		if (OidIsValid(target))
+		{
+			if (get_rel_relkind(target) != RELKIND_RELATION)
+				ereport(ERROR,
+						(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+						 errmsg("target \"%s\" is not an ordinary table", trv->relname)));
+			if (!compat_class_ownercheck(target, GetUserId()))
+				ereport(ERROR,
+						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+						 errmsg("must be owner of target \"%s\"", trv->relname)));
+		}
+		else if (compat_namespace_aclcheck(get_namespace_oid(trv->schemaname, false), GetUserId(),
+										   ACL_CREATE) != ACLCHECK_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied for schema %s", trv->schemaname),
+					 errhint("The flow owner needs CREATE on the target's schema: its first run creates the target.")));
+		f->name = pstrdup(spec->name ? spec->name : trv->relname);
+		level = set_safe_search_path();
+		f->owner = GetUserId();
+		f->kind = FLOW_SNAPSHOT;
+		f->source_function = format_procedure_qualified(fn);
+		f->source_text = f->source_function;
+		f->scd = scd[0];
+		f->sequence_by = "version";
+		f->track_all = true;
+		f->continuous = spec->continuous;
+		f->snapshot_target = quote_qualified_identifier(trv->schemaname, trv->relname);
+		check_new_name(f->name);
+		catalog_insert_flow(f);
+		AtEOXact_GUC(true, level);
+		return f->name;
+	}
+}
+
+/*
+ * The first snapshot of a version-function flow creates its target from
+ * the snapshot's columns, and its hidden state (as the flow's owner, who
+ * is the current user); the flow is then reloaded.
+ */
+void
+define_snapshot_target(FlowDef *flow, Oid snapshot, Oid vtype)
+{
+	Definition	d;
+	FlowSpec	spec;
+	FlowDef    *reloaded;
+
+	memset(&d, 0, sizeof(d));
+	memset(&spec, 0, sizeof(spec));
+	spec.kind = FLOW_SNAPSHOT;
+	spec.target = flow->snapshot_target;
+	spec.source = qualified_relname(snapshot);
+	spec.keys = DatumGetArrayTypeP(quoted_text_array(flow->keys));
+	spec.scd = flow->scd == '2' ? "2" : "1";
+	spec.sequence_by = psprintf("NULL::%s", format_type_be_qualified(vtype));
+	spec.name = flow->name;
+	d.spec = &spec;
+	d.reads_once = true;
+	def_kind(&d);
+	d.source = snapshot;
+	d.srcname = qualified_relname(snapshot);
+	def_check_source(&d);
+	def_columns(&d);
+	/* the tracking lists the flow was created with */
+	d.track_all = !(flow->has_track_include || flow->track_except != NIL);
+	if (!d.track_all)
+	{
+		ListCell   *lc;
+
+		foreach(lc, flow->has_track_include ? flow->track_include : flow->track_except)
+			if (!name_in_list(d.datacols, lfirst(lc)))
+				ereport(ERROR,
+						(errcode(find_column(d.srccols, lfirst(lc)) ? ERRCODE_INVALID_PARAMETER_VALUE :
+								 ERRCODE_UNDEFINED_COLUMN),
+						 errmsg("track history column \"%s\" is not a selected non-key column of source \"%s\"",
+								(char *) lfirst(lc), d.srcname)));
+		foreach(lc, d.datacols)
+			if (flow->has_track_include ? name_in_list(flow->track_include, lfirst(lc)) :
+				!name_in_list(flow->track_except, lfirst(lc)))
+				d.track = lappend(d.track, lfirst(lc));
+	}
+	def_expressions(&d);
+	def_target_name(&d);
+	def_sequence_type(&d);
+	def_target(&d);
+	def_record_target(&d);
+	catalog_set_snapshot_target(flow, d.tdef.id, d.selected, d.track, d.track_all);
+	CommandCounterIncrement();
+	reloaded = catalog_load_flow(flow->name, true, false);
+	*flow = *reloaded;
+}
+
+/*
+ * Drop a loaded flow (its catalog rows, and the hidden state once no flow
+ * writes the target; with drop_target the target and every flow into it).
+ * The caller has checked the right to do so.  SPI connected, search_path
+ * pinned.
+ */
+void
+define_drop_flow(FlowDef *flow, bool drop_target)
+{
+	char	   *seq_typname;
+
+	catalog_delete_flow(flow->name);
+	if (flow->target_id == 0)
+		return;					/* a snapshot flow whose first run has not
+								 * created its target */
+	if (catalog_target_flows(flow->target_id) != NIL && !drop_target)
+		return;
+	seq_typname = catalog_delete_target(flow->target_id);
+	storage_drop(flow->target_id, flow->target, seq_typname, drop_target);
+}

@@ -1,0 +1,46 @@
+/*-------------------------------------------------------------------------
+ *
+ * define.h
+ *		Defining and dropping flows (use-case layer).  The function form,
+ *		create_snapshot_flow and the statement form all fill a FlowSpec and
+ *		hand it to one validate-and-create path.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef AUTOCDC_DEFINE_H
+#define AUTOCDC_DEFINE_H
+
+#include "utils/array.h"
+
+#include "catalog.h"
+
+/* A flow as the user declares it (names and expressions as given). */
+typedef struct FlowSpec
+{
+	char		kind;			/* FLOW_CDC or FLOW_SNAPSHOT */
+	const char *target;
+	const char *source;			/* NULL: a snapshot flow's version function */
+	ArrayType  *keys;			/* text[] of identifiers */
+	const char *sequence_by;	/* change flows */
+	bool		ignore_nulls;
+	const char *deletes;
+	const char *truncates;
+	ArrayType  *column_list;	/* NULL: not given */
+	ArrayType  *except_column_list;
+	const char *scd;			/* '1', '2', 'bitemporal' as given */
+	ArrayType  *track_list;
+	ArrayType  *track_except_list;
+	const char *name;			/* NULL: the target's relation name */
+	bool		once;
+	const char *system_sequence_by;
+	bool		continuous;
+	const char *tombstone_retention;	/* interval text, or NULL */
+	const char *source_function;	/* snapshot flows: 'f(bigint)' */
+} FlowSpec;
+
+extern char *define_flow(FlowSpec *spec);
+extern char *define_snapshot_flow(FlowSpec *spec);
+extern void define_snapshot_target(FlowDef *flow, Oid snapshot, Oid vtype);
+extern void define_drop_flow(FlowDef *flow, bool drop_target);
+
+#endif							/* AUTOCDC_DEFINE_H */

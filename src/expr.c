@@ -1,0 +1,131 @@
+/*-------------------------------------------------------------------------
+ *
+ * expr.c
+ *		Parse and analyze a flow's expression (sequence_by, delete and
+ *		truncate conditions) over its source with the caller's search_path,
+ *		and deparse it with every non-catalog name schema-qualified, as views
+ *		are stored.  Expressions are evaluated later with search_path =
+ *		pg_catalog, pg_temp.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "nodes/nodeFuncs.h"
+#include "parser/analyze.h"
+#include "parser/parser.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/ruleutils.h"
+
+#include "expr.h"
+#include "util.h"
+
+/*
+ * Parse and analyze expr over the source relation with the caller's
+ * search_path; deparse it with every non-catalog name schema-qualified.
+ */
+ExprInfo *
+expr_analyze(Oid source, const char *expr, const char *what)
+{
+	char	   *sql;
+	List	   *raw;
+	RawStmt    *rs;
+	Query	   *volatile q = NULL;
+	TargetEntry *te;
+	Node	   *node;
+	ExprInfo   *info = palloc0(sizeof(ExprInfo));
+	List	   *dpctx;
+	int			level;
+	MemoryContext cxt = CurrentMemoryContext;
+	char	   *srcname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(source)),
+													 get_rel_name(source));
+
+	/* the newlines keep a trailing comment in expr from eating the rest */
+	sql = psprintf("SELECT (\n%s\n) FROM %s", expr, srcname);
+	PG_TRY();
+	{
+		raw = raw_parser(sql, RAW_PARSE_DEFAULT);
+		if (list_length(raw) == 1)
+		{
+			rs = linitial_node(RawStmt, raw);
+			q = parse_analyze_fixedparams(rs, sql, NULL, 0, NULL);
+		}
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		if (edata->sqlerrcode == ERRCODE_UNDEFINED_COLUMN)
+		{
+			/* Spark writes string literals in double quotes */
+			char	   *col = NULL;
+			char	   *quoted = NULL;
+
+			if (sscanf(edata->message, "column \"%m[^\"]\" does not exist", &col) == 1)
+				quoted = psprintf("\"%s\"", col);
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("%s expression \"%s\": %s in source \"%s\"", what, expr,
+							edata->message, get_rel_name(source)),
+					 quoted && strstr(expr, quoted) ?
+					 errhint("String literals take single quotes in PostgreSQL: write '%s' instead of %s.",
+							 col, quoted) : 0));
+		}
+		ereport(ERROR,
+				(errcode(edata->sqlerrcode == ERRCODE_SYNTAX_ERROR ? ERRCODE_SYNTAX_ERROR :
+						 edata->sqlerrcode),
+				 errmsg("invalid %s expression \"%s\": %s", what, expr, edata->message)));
+	}
+	PG_END_TRY();
+	if (q == NULL || !IsA(q, Query) || q->commandType != CMD_SELECT ||
+		list_length(q->targetList) != 1 || q->hasAggs || q->hasWindowFuncs ||
+		q->hasTargetSRFs || q->hasSubLinks || q->groupClause || q->havingQual ||
+		q->sortClause || q->limitCount || q->limitOffset || q->distinctClause ||
+		q->cteList || q->setOperations || q->jointree->quals != NULL ||
+		list_length(q->rtable) != 1 || list_length(q->jointree->fromlist) != 1 ||
+		linitial_node(RangeTblEntry, q->rtable)->rtekind != RTE_RELATION ||
+		linitial_node(RangeTblEntry, q->rtable)->relid != source)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid %s expression \"%s\"", what, expr),
+				 errhint("Use a scalar expression over the columns of the source, without aggregates, subqueries or set-returning functions.")));
+	te = linitial_node(TargetEntry, q->targetList);
+	node = (Node *) te->expr;
+	info->typid = exprType(node);
+	info->typmod = exprTypmod(node);
+	info->collation = exprCollation(node);
+
+	if (IsA(node, RowExpr))
+	{
+		RowExpr    *row = (RowExpr *) node;
+		ListCell   *lc;
+		int			i = 0;
+
+		foreach(lc, row->args)
+		{
+			Node	   *arg = lfirst(lc);
+
+			i++;
+			if (IsA(arg, Var))
+				info->field_names = lappend(info->field_names,
+											get_attname(source, ((Var *) arg)->varattno, false));
+			else
+				info->field_names = lappend(info->field_names, psprintf("f%d", i));
+			info->field_types = lappend_oid(info->field_types, exprType(arg));
+			info->field_typmods = lappend_int(info->field_typmods, exprTypmod(arg));
+			info->field_colls = lappend_oid(info->field_colls, exprCollation(arg));
+		}
+	}
+
+	/* deparse with only pg_catalog visible, so other names get qualified */
+	level = set_safe_search_path();
+	dpctx = deparse_context_for(get_rel_name(source), source);
+	info->normalized = deparse_expression(node, dpctx, false, false);
+	AtEOXact_GUC(true, level);
+	return info;
+}

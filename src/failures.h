@@ -1,0 +1,19 @@
+/*-------------------------------------------------------------------------
+ *
+ * failures.h
+ *		Failed runs kept in shared memory until they can be written down
+ *		(store layer).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef AUTOCDC_FAILURES_H
+#define AUTOCDC_FAILURES_H
+
+#include "storage/lwlock.h"
+
+extern Size failures_shmem_size(void);
+extern void failures_shmem_init(LWLock *lock);
+extern void failures_record(int32 flow_id, const char *message);
+extern void failures_persist(void);
+
+#endif							/* AUTOCDC_FAILURES_H */

@@ -1,0 +1,87 @@
+/*-------------------------------------------------------------------------
+ *
+ * layout.h
+ *		Names and row layouts that several modules share (base layer): the
+ *		schemas, a run's batch rows, the hidden state's bookkeeping columns,
+ *		the classified event rows, and the lock classes of autocdc.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef AUTOCDC_LAYOUT_H
+#define AUTOCDC_LAYOUT_H
+
+#define AUTOCDC_SCHEMA "autocdc"
+#define AUTOCDC_STATE_SCHEMA "autocdc_state"
+#define AUTOCDC_INTERNAL_SCHEMA "autocdc_internal"
+#define AUTOCDC_PUBLICATION "autocdc_feeds"
+
+/*
+ * A batch row: the arrival position (commit LSN of the source transaction,
+ * order within it), then the source's columns (dropped ones left out), in
+ * attribute order.  Attribute indexes (0-based).
+ */
+#define BATCH_LSN 0
+#define BATCH_ORD 1
+#define BATCH_DATA 2
+#define BATCH_LSN_NAME "__autocdc_lsn"
+#define BATCH_ORD_NAME "__autocdc_ord"
+
+/*
+ * The hidden state's bookkeeping columns (after the target's data columns):
+ * an event's sequence, arrival position, kind and the time it was stored.
+ */
+typedef enum StateColumn
+{
+	STATE_SEQ,
+	STATE_LSN,
+	STATE_ORD,
+	STATE_KIND,
+	STATE_AT,
+	STATE_NCOLUMNS
+} StateColumn;
+
+/* name and type of each (the sequence's has the flow's sequence type) */
+typedef struct StateColumnDef
+{
+	const char *name;
+	Oid			type;
+} StateColumnDef;
+
+extern const StateColumnDef state_columns[STATE_NCOLUMNS];
+
+#define STATE_SEQ_NAME "__autocdc_seq"
+#define STATE_LSN_NAME "__autocdc_lsn"
+#define STATE_ORD_NAME "__autocdc_ord"
+#define STATE_KIND_NAME "__autocdc_kind"
+#define STATE_AT_NAME "__autocdc_at"
+#define STATE_COLUMN_PREFIX "__autocdc_"
+
+/* kinds of events (STATE_KIND) */
+#define EVENT_UPSERT 'u'
+#define EVENT_DELETE 'd'
+#define EVENT_TRUNCATE 't'
+
+/*
+ * A classified event row, as the classifying query returns it: the data
+ * columns in hidden-state order, then these (offsets after the data).
+ */
+#define EVENT_SEQ 0
+#define EVENT_LSN 1
+#define EVENT_ORD 2
+#define EVENT_KIND 3
+#define EVENT_NEXTRA 4
+
+/* the columns autocdc adds to SCD 2 targets */
+#define SCD_START_NAME "__start_at"
+#define SCD_END_NAME "__end_at"
+
+/*
+ * Advisory lock classes of autocdc: the fourth field of an advisory lock
+ * tag, outside the 1 and 2 of PostgreSQL's pg_advisory_lock functions, so
+ * that no user's advisory lock can take them.  The view autocdc.flows asks
+ * autocdc_internal._lock_class() for the first.
+ */
+#define AUTOCDC_LOCK_RUNNING 71		/* a flow being applied: (db, flow id, 0) */
+#define AUTOCDC_LOCK_SLOT 72		/* the database's slot being created: (db, 0, 0) */
+
+#endif							/* AUTOCDC_LAYOUT_H */

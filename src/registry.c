@@ -1,0 +1,475 @@
+/*-------------------------------------------------------------------------
+ *
+ * registry.c
+ *		The shared-memory registry of autocdc's workers (store layer), and
+ *		what every backend does with it: wake its database's worker at
+ *		commit, and keep workers away while it runs database-level DDL.
+ *
+ * One entry per database: the worker's pid and latch, whether the
+ * extension was found missing there (then no worker is started until
+ * CREATE EXTENSION asks for one), and whether a backend running DROP/ALTER/
+ * CREATE DATABASE asked workers to keep away until its transaction ends.  A
+ * worker claims its entry when it starts and leaves it when it exits, so a
+ * restarted launcher never starts a second worker for a database, and a
+ * worker that finds its database's entry taken exits.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include "access/xact.h"
+#include "commands/dbcommands.h"
+#include "commands/defrem.h"
+#include "miscadmin.h"
+#include "nodes/parsenodes.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "storage/procarray.h"
+#include "storage/shmem.h"
+#include "utils/timestamp.h"
+
+#include "registry.h"
+#include "settings.h"
+
+/* A registered worker that has not started after this long is given up (ms). */
+#define START_TIMEOUT_MS 30000
+
+/* One database in the registry. */
+typedef struct DbEntry
+{
+	Oid			dboid;			/* InvalidOid: free */
+	pid_t		pid;			/* its worker, 0: none */
+	Latch	   *latch;			/* the worker's latch */
+	bool		starting;		/* registered by the launcher, not started yet */
+	TimestampTz start_requested;
+	TimestampTz exited_at;		/* when its last worker exited */
+	bool		absent;			/* no autocdc there: start no worker until asked */
+	pid_t		blocker;		/* a backend running database DDL, 0: none */
+} DbEntry;
+
+typedef struct WorkerShared
+{
+	LWLock	   *lock;
+	pid_t		launcher_pid;
+	Latch	   *launcher_latch;
+	DbEntry		dbs[AUTOCDC_MAX_DATABASES];
+} WorkerShared;
+
+static WorkerShared *wshared = NULL;
+static bool am_worker = false;
+
+/* commit wake-up and DDL step-aside state of any backend */
+static bool xact_wrote = false;
+static bool xact_wants_worker = false;
+static bool xact_blocks = false;
+
+/* Shared memory the registry needs. */
+Size
+registry_shmem_size(void)
+{
+	return MAXALIGN(sizeof(WorkerShared));
+}
+
+/* Create or attach the registry (called under AddinShmemInitLock). */
+void
+registry_shmem_init(LWLock *lock)
+{
+	bool		found;
+
+	wshared = ShmemInitStruct("autocdc workers", sizeof(WorkerShared), &found);
+	if (!found)
+	{
+		memset(wshared, 0, sizeof(WorkerShared));
+		wshared->lock = lock;
+	}
+}
+
+/* The entry of a database, or NULL; with create, a free entry is taken. */
+static DbEntry *
+registry_entry(Oid dboid, bool create)
+{
+	DbEntry    *free_entry = NULL;
+	int			i;
+
+	for (i = 0; i < AUTOCDC_MAX_DATABASES; i++)
+	{
+		DbEntry    *e = &wshared->dbs[i];
+
+		if (e->dboid == dboid)
+			return e;
+		if (e->dboid == InvalidOid && free_entry == NULL)
+			free_entry = e;
+	}
+	if (create && free_entry != NULL)
+	{
+		memset(free_entry, 0, sizeof(DbEntry));
+		free_entry->dboid = dboid;
+	}
+	return create ? free_entry : NULL;
+}
+
+/* Wake the launcher. */
+static void
+wake_launcher(void)
+{
+	Latch	   *latch = wshared ? wshared->launcher_latch : NULL;
+
+	if (latch)
+		SetLatch(latch);
+}
+
+/* Is a blocking backend still there? */
+static bool
+blocker_alive(pid_t pid)
+{
+	return pid != 0 && BackendPidGetProc(pid) != NULL;
+}
+
+/*
+ * At commit of a transaction that wrote, wake the database's worker (its
+ * own commits excepted); release the registry entries this transaction
+ * blocked; tell the launcher about CREATE EXTENSION.
+ */
+static void
+registry_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+			xact_wrote = TransactionIdIsValid(GetTopTransactionIdIfAny());
+			return;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PREPARE:
+			break;
+		default:
+			return;
+	}
+	if (wshared == NULL)
+		return;
+	if (event == XACT_EVENT_COMMIT && xact_wrote && !am_worker)
+	{
+		int			i;
+
+		for (i = 0; i < AUTOCDC_MAX_DATABASES; i++)
+		{
+			DbEntry    *e = &wshared->dbs[i];
+
+			if (e->dboid == MyDatabaseId)
+			{
+				Latch	   *latch = e->latch;
+
+				if (latch)
+					SetLatch(latch);
+				break;
+			}
+		}
+	}
+	if (xact_blocks || (event == XACT_EVENT_COMMIT && xact_wants_worker))
+	{
+		int			i;
+
+		LWLockAcquire(wshared->lock, LW_EXCLUSIVE);
+		for (i = 0; i < AUTOCDC_MAX_DATABASES; i++)
+			if (wshared->dbs[i].blocker == MyProcPid)
+				wshared->dbs[i].blocker = 0;
+		if (event == XACT_EVENT_COMMIT && xact_wants_worker)
+		{
+			DbEntry    *e = registry_entry(MyDatabaseId, true);
+
+			if (e)
+				e->absent = false;
+		}
+		LWLockRelease(wshared->lock);
+		wake_launcher();
+	}
+	xact_wrote = false;
+	xact_wants_worker = false;
+	xact_blocks = false;
+}
+
+/* CREATE EXTENSION asks for a worker: the launcher starts one at commit. */
+void
+registry_want_worker(void)
+{
+	xact_wants_worker = true;
+}
+
+/*
+ * Database-level DDL needs the database (or the template) to itself: ask
+ * its worker to leave, keep the launcher from starting another until this
+ * transaction ends, and wait for the worker to be gone.
+ */
+static void
+step_aside(const char *dbname)
+{
+	Oid			dboid = get_database_oid(dbname, true);
+	DbEntry    *e;
+	pid_t		pid = 0;
+	int			waited;
+
+	if (!OidIsValid(dboid) || wshared == NULL)
+		return;
+	LWLockAcquire(wshared->lock, LW_EXCLUSIVE);
+	e = registry_entry(dboid, true);
+	if (e)
+	{
+		e->blocker = MyProcPid;
+		pid = e->pid;
+	}
+	LWLockRelease(wshared->lock);
+	if (e == NULL)
+		return;
+	xact_blocks = true;
+	if (pid != 0)
+		(void) kill(pid, SIGTERM);
+
+	/* the command itself waits up to 5 s for other sessions; do the same */
+	for (waited = 0; waited < 5000; waited += 10)
+	{
+		bool		gone;
+
+		LWLockAcquire(wshared->lock, LW_SHARED);
+		gone = e->dboid != dboid || (e->pid == 0 && !e->starting);
+		if (!gone && e->pid != 0 && e->pid != pid)
+		{
+			pid = e->pid;
+			(void) kill(pid, SIGTERM);
+		}
+		LWLockRelease(wshared->lock);
+		if (gone)
+			break;
+		CHECK_FOR_INTERRUPTS();
+		pg_usleep(10000L);
+	}
+}
+
+/* The database a DDL statement needs to itself, or NULL. */
+static char *
+exclusive_database(Node *parsetree)
+{
+	ListCell   *lc;
+
+	switch (nodeTag(parsetree))
+	{
+		case T_DropdbStmt:
+			return ((DropdbStmt *) parsetree)->dbname;
+		case T_RenameStmt:
+			if (((RenameStmt *) parsetree)->renameType == OBJECT_DATABASE)
+				return ((RenameStmt *) parsetree)->subname;
+			break;
+		case T_AlterDatabaseStmt:
+			foreach(lc, ((AlterDatabaseStmt *) parsetree)->options)
+				if (strcmp(((DefElem *) lfirst(lc))->defname, "tablespace") == 0)
+					return ((AlterDatabaseStmt *) parsetree)->dbname;
+			break;
+		case T_CreatedbStmt:
+			foreach(lc, ((CreatedbStmt *) parsetree)->options)
+			{
+				DefElem    *d = lfirst(lc);
+
+				if (strcmp(d->defname, "template") == 0 && d->arg != NULL)
+					return defGetString(d);
+			}
+			break;
+		default:
+			break;
+	}
+	return NULL;
+}
+
+/*
+ * Before a utility statement (guard.c's hook): step aside when it is
+ * database-level DDL that needs this worker's database to itself.
+ */
+void
+registry_before_utility(Node *stmt)
+{
+	char	   *dbname = exclusive_database(stmt);
+
+	if (dbname != NULL)
+		step_aside(dbname);
+}
+
+/* The launcher leaves the registry. */
+static void
+registry_launcher_detach(int code, Datum arg)
+{
+	LWLockAcquire(wshared->lock, LW_EXCLUSIVE);
+	wshared->launcher_pid = 0;
+	wshared->launcher_latch = NULL;
+	LWLockRelease(wshared->lock);
+}
+
+/* The worker leaves the registry. */
+static void
+registry_worker_detach(int code, Datum arg)
+{
+	Oid			dboid = DatumGetObjectId(arg);
+	DbEntry    *e;
+
+	LWLockAcquire(wshared->lock, LW_EXCLUSIVE);
+	e = registry_entry(dboid, false);
+	if (e && e->pid == MyProcPid)
+	{
+		e->pid = 0;
+		e->latch = NULL;
+		e->starting = false;
+		e->exited_at = GetCurrentTimestamp();
+	}
+	LWLockRelease(wshared->lock);
+	wake_launcher();
+}
+
+/* Claim the database's entry; false if another worker has it or DDL blocks it. */
+bool
+registry_claim(Oid dboid)
+{
+	DbEntry    *e;
+	bool		ok = false;
+
+	LWLockAcquire(wshared->lock, LW_EXCLUSIVE);
+	e = registry_entry(dboid, true);
+	if (e)
+	{
+		e->starting = false;
+		if (e->pid == 0 && !blocker_alive(e->blocker))
+		{
+			e->pid = MyProcPid;
+			e->latch = MyLatch;
+			e->absent = false;
+			ok = true;
+		}
+		else if (e->pid == 0)
+			e->exited_at = GetCurrentTimestamp();
+	}
+	LWLockRelease(wshared->lock);
+	return ok;
+}
+
+/* Has DDL asked this worker to leave? */
+bool
+registry_blocked(void)
+{
+	DbEntry    *e;
+	bool		blocked;
+
+	LWLockAcquire(wshared->lock, LW_SHARED);
+	e = registry_entry(MyDatabaseId, false);
+	blocked = e != NULL && e->blocker != 0;
+	LWLockRelease(wshared->lock);
+	return blocked;
+}
+
+/* This process is its database's worker (its own commits wake nobody). */
+void
+registry_worker_started(Oid dboid)
+{
+	am_worker = true;
+	on_shmem_exit(registry_worker_detach, ObjectIdGetDatum(dboid));
+}
+
+/* Start no worker here until CREATE EXTENSION asks for one. */
+void
+registry_mark_absent(void)
+{
+	DbEntry    *e;
+
+	LWLockAcquire(wshared->lock, LW_EXCLUSIVE);
+	e = registry_entry(MyDatabaseId, false);
+	if (e)
+		e->absent = true;
+	LWLockRelease(wshared->lock);
+}
+
+/* The launcher enters the registry (and leaves it when it exits). */
+void
+registry_launcher_started(void)
+{
+	LWLockAcquire(wshared->lock, LW_EXCLUSIVE);
+	wshared->launcher_pid = MyProcPid;
+	wshared->launcher_latch = MyLatch;
+	LWLockRelease(wshared->lock);
+	on_shmem_exit(registry_launcher_detach, (Datum) 0);
+}
+
+/*
+ * One look of the launcher at the registry, given the databases that exist
+ * and allow connections: forget dropped ones, give up starts that never
+ * came, and return the databases that need a worker now.  *running: how
+ * many workers run or start; *pending: a restart waits for its delay.
+ */
+List *
+registry_due(List *dbs, TimestampTz now, int *running, bool *pending)
+{
+	List	   *to_start = NIL;
+	ListCell   *lc;
+	int			i;
+
+	*running = 0;
+	*pending = false;
+	LWLockAcquire(wshared->lock, LW_EXCLUSIVE);
+	for (i = 0; i < AUTOCDC_MAX_DATABASES; i++)
+	{
+		DbEntry    *e = &wshared->dbs[i];
+
+		if (e->dboid == InvalidOid)
+			continue;
+		if (e->starting && e->pid == 0 &&
+			TimestampDifferenceExceeds(e->start_requested, now, START_TIMEOUT_MS))
+		{
+			e->starting = false;
+			e->exited_at = now;
+		}
+		if (e->blocker != 0 && !blocker_alive(e->blocker))
+			e->blocker = 0;
+		if (e->pid != 0 || e->starting)
+			(*running)++;
+		else if (!list_member_oid(dbs, e->dboid) && e->blocker == 0)
+			e->dboid = InvalidOid;	/* dropped, or no longer served */
+	}
+	foreach(lc, dbs)
+	{
+		Oid			dboid = lfirst_oid(lc);
+		DbEntry    *e = registry_entry(dboid, true);
+
+		if (e == NULL || e->pid != 0 || e->starting || e->absent || e->blocker != 0)
+			continue;
+		if (e->exited_at != 0 &&
+			!TimestampDifferenceExceeds(e->exited_at, now, REGISTRY_RESTART_DELAY_MS))
+		{
+			*pending = true;
+			continue;
+		}
+		to_start = lappend_oid(to_start, dboid);
+	}
+	LWLockRelease(wshared->lock);
+	return to_start;
+}
+
+/* The launcher registered a worker for a database. */
+void
+registry_starting(Oid dboid, TimestampTz now)
+{
+	DbEntry    *e;
+
+	LWLockAcquire(wshared->lock, LW_EXCLUSIVE);
+	e = registry_entry(dboid, false);
+	if (e)
+	{
+		e->starting = true;
+		e->start_requested = now;
+	}
+	LWLockRelease(wshared->lock);
+}
+
+/* Hooks of every backend: wake at commit, step aside for DDL. */
+void
+registry_init(void)
+{
+	RegisterXactCallback(registry_xact_callback, NULL);
+}

@@ -1,0 +1,32 @@
+/*-------------------------------------------------------------------------
+ *
+ * registry.h
+ *		The shared-memory registry of workers (store layer).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef AUTOCDC_REGISTRY_H
+#define AUTOCDC_REGISTRY_H
+
+#include "datatype/timestamp.h"
+#include "nodes/nodes.h"
+#include "nodes/pg_list.h"
+#include "storage/lwlock.h"
+
+/* A dead worker's database gets a new one after this long (ms). */
+#define REGISTRY_RESTART_DELAY_MS 1000
+
+extern Size registry_shmem_size(void);
+extern void registry_shmem_init(LWLock *lock);
+extern void registry_init(void);
+extern void registry_want_worker(void);
+extern void registry_before_utility(Node *stmt);
+extern bool registry_claim(Oid dboid);
+extern void registry_worker_started(Oid dboid);
+extern bool registry_blocked(void);
+extern void registry_mark_absent(void);
+extern void registry_launcher_started(void);
+extern List *registry_due(List *dbs, TimestampTz now, int *running, bool *pending);
+extern void registry_starting(Oid dboid, TimestampTz now);
+
+#endif							/* AUTOCDC_REGISTRY_H */

@@ -1,0 +1,69 @@
+/*-------------------------------------------------------------------------
+ *
+ * settings.c
+ *		The autocdc.* configuration parameters, defined when the preloaded
+ *		library starts.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <limits.h>
+
+#include "utils/guc.h"
+
+#include "settings.h"
+
+bool		autocdc_preloaded = false;
+int			autocdc_decoding_work_mem = 256 * 1024; /* kB */
+int			autocdc_work_mem = 128 * 1024;	/* kB */
+bool		autocdc_enabled = true;
+int			autocdc_naptime = 1000; /* ms */
+int			autocdc_batch_size = 100000;	/* events per decoding pass */
+int			autocdc_max_workers = 8;
+int			autocdc_snapshot_interval = 60; /* s */
+int			autocdc_run_log_retention = 7 * 24 * 60;	/* min, -1: forever */
+
+/* Define the parameters and reserve their prefix. */
+void
+settings_define(void)
+{
+	DefineCustomIntVariable("autocdc.decoding_work_mem",
+							"Memory a run may use to decode transactions before spilling them to disk.",
+							"Sets logical_decoding_work_mem while a run decodes its source.",
+							&autocdc_decoding_work_mem, 256 * 1024, 64, MAX_KILOBYTES,
+							PGC_USERSET, GUC_UNIT_KB, NULL, NULL, NULL);
+	DefineCustomIntVariable("autocdc.work_mem",
+							"Memory a run may use for its batches and sorts before spilling to disk.",
+							"Sets work_mem while a run applies a flow.",
+							&autocdc_work_mem, 128 * 1024, 64, MAX_KILOBYTES,
+							PGC_USERSET, GUC_UNIT_KB, NULL, NULL, NULL);
+	DefineCustomBoolVariable("autocdc.enabled",
+							 "Whether background workers apply continuous flows.",
+							 NULL, &autocdc_enabled, true, PGC_SIGHUP, 0,
+							 NULL, NULL, NULL);
+	DefineCustomIntVariable("autocdc.naptime",
+							"Longest time a worker sleeps before it looks for new changes.",
+							"Workers are also woken by every commit that wrote in their database.",
+							&autocdc_naptime, 1000, 10, 3600 * 1000,
+							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("autocdc.batch_size",
+							"Source events a worker decodes in one pass before applying them.",
+							"Passes end at a transaction boundary; 0 means no limit.",
+							&autocdc_batch_size, 100000, 0, INT_MAX,
+							PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("autocdc.max_workers",
+							"Most databases served by autocdc workers at once.",
+							"Each worker is a background worker process: max_worker_processes must leave room for them.",
+							&autocdc_max_workers, 8, 0, AUTOCDC_MAX_DATABASES,
+							PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("autocdc.snapshot_interval",
+							"Time between two runs of a continuous snapshot flow by the worker.",
+							NULL, &autocdc_snapshot_interval, 60, 1, INT_MAX,
+							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
+	DefineCustomIntVariable("autocdc.run_log_retention",
+							"How long workers keep rows of autocdc.flow_runs; -1 keeps them forever.",
+							NULL, &autocdc_run_log_retention, 7 * 24 * 60, -1, INT_MAX,
+							PGC_SIGHUP, GUC_UNIT_MIN, NULL, NULL, NULL);
+	MarkGUCPrefixReserved("autocdc");
+}

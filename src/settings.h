@@ -1,0 +1,26 @@
+/*-------------------------------------------------------------------------
+ *
+ * settings.h
+ *		autocdc's configuration parameters (base layer).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef AUTOCDC_SETTINGS_H
+#define AUTOCDC_SETTINGS_H
+
+extern bool autocdc_preloaded;
+extern int	autocdc_decoding_work_mem;
+extern int	autocdc_work_mem;
+extern bool autocdc_enabled;
+extern int	autocdc_naptime;
+extern int	autocdc_batch_size;
+extern int	autocdc_max_workers;
+extern int	autocdc_snapshot_interval;
+extern int	autocdc_run_log_retention;
+
+/* the most databases the worker registry serves */
+#define AUTOCDC_MAX_DATABASES 1024
+
+extern void settings_define(void);
+
+#endif							/* AUTOCDC_SETTINGS_H */

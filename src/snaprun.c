@@ -1,0 +1,185 @@
+/*-------------------------------------------------------------------------
+ *
+ * snaprun.c
+ *		Runs of snapshot flows (use-case layer): take the next snapshot(s) -
+ *		the table or view itself, versioned by the run's transaction time,
+ *		or each relation a version function hands out in ascending version -
+ *		and apply each one's differences from the target (compare.c).  The
+ *		first snapshot of a version-function flow creates its target.
+ *
+ * A snapshot flow is the only flow into its target: the comparison takes
+ * the target's current rows to be the previous snapshot.  The last applied
+ * version is kept as text in the catalog.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rls.h"
+#include "utils/timestamp.h"
+
+#include "catalog.h"
+#include "compare.h"
+#include "define.h"
+#include "layout.h"
+#include "run.h"
+#include "snaprun.h"
+#include "snapsource.h"
+#include "storage.h"
+#include "util.h"
+
+/*
+ * Apply one snapshot at a version: follow the snapshot's columns (a column
+ * added to it is added to the target), compare, and apply the differences
+ * as the owner.
+ */
+static void
+apply_snapshot(FlowDef *flow, Oid rel, Oid vtype, Datum version, RunMetrics *m)
+{
+	bool		full = (flow->snapshot_version == NULL);
+	char	   *vtext = snapsource_version_text(vtype, version);
+	int64		before = m->num_events;
+	int64		rows;
+
+	if (check_enable_rls(rel, flow->owner, true) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("snapshot \"%s\" of flow \"%s\" has row-level security enabled",
+						get_rel_name(rel), flow->name),
+				 errhint("A flow must read every row of its snapshots; its owner must bypass row-level security.")));
+	flow->source = rel;
+	storage_sync_columns(flow, full);
+	run_hold_relations(flow, rel);
+	rows = compare_snapshot(flow, rel, psprintf("%s::%s", quote_literal_cstr(vtext),
+												format_type_be_qualified(vtype)),
+							full, m);
+	run_release_relations();
+	m->num_events = before + rows;
+	catalog_set_snapshot_version(flow, vtext);
+}
+
+/* One run; returns the number of snapshots applied. */
+static int
+snap_run_versions(FlowDef *flow, RunMetrics *m)
+{
+	int			applied = 0;
+
+	/*
+	 * Read the flow again now that it is locked: the row the caller read
+	 * may predate a run that committed while we waited for the lock (its
+	 * last version, or the target its first snapshot created).
+	 */
+	*flow = *catalog_load_flow(flow->name, true, false);
+	run_advertise(flow);		/* autocdc.flows shows 'running' */
+	if (flow->source_function == NULL)
+	{
+		/* a table or view, versioned by the transaction's start time */
+		Datum		now = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+
+		if (flow->snapshot_version == NULL ||
+			snapsource_version_compare(TIMESTAMPTZOID, now,
+							snapsource_version_datum(TIMESTAMPTZOID, flow->snapshot_version)) > 0)
+		{
+			apply_snapshot(flow, flow->source, TIMESTAMPTZOID, now, m);
+			applied++;
+		}
+	}
+	else
+	{
+		Oid			vtype;
+		Oid			fn = snapsource_resolve(flow, &vtype);
+		bool		lastnull = (flow->snapshot_version == NULL);
+		Datum		last = lastnull ? (Datum) 0 : snapsource_version_datum(vtype, flow->snapshot_version);
+
+		for (;;)
+		{
+			List	   *rows;
+			ListCell   *lc;
+
+			CHECK_FOR_INTERRUPTS();
+			rows = snapsource_call(flow, fn, vtype, last, lastnull);
+			if (rows == NIL)
+				break;
+			foreach(lc, rows)
+			{
+				SnapVersion *sv = lfirst(lc);
+
+				if (!lastnull && snapsource_version_compare(vtype, sv->version, last) <= 0)
+					ereport(ERROR,
+							(errcode(ERRCODE_DATA_EXCEPTION),
+							 errmsg("version function %s of flow \"%s\" returned version %s, which is not greater than the last applied version %s",
+									flow->source_function, flow->name,
+									snapsource_version_text(vtype, sv->version), snapsource_version_text(vtype, last)),
+							 errhint("Return only versions greater than the function's argument (each once), and no rows when there is nothing new.")));
+				if (get_rel_name(sv->rel) == NULL)
+					ereport(ERROR,
+							(errcode(ERRCODE_UNDEFINED_TABLE),
+							 errmsg("version function %s of flow \"%s\" returned a snapshot relation that does not exist",
+									flow->source_function, flow->name),
+							 errhint("Return only snapshots that exist, as regclass values.")));
+				if (flow->target_id == 0)
+					define_snapshot_target(flow, sv->rel, vtype);
+				apply_snapshot(flow, sv->rel, vtype, sv->version, m);
+				applied++;
+				last = sv->version;
+				lastnull = false;
+			}
+		}
+	}
+	return applied;
+}
+
+/*
+ * One run of a snapshot flow that is loaded and locked (the flow_state row),
+ * with SPI connected and search_path pinned, as the caller: read the
+ * snapshot(s) and apply them, then record the run.  The entry point for
+ * run_flow and the background worker.
+ */
+void
+snaprun_run(FlowDef *flow, RunMetrics *m)
+{
+	TimestampTz started = GetCurrentTimestamp();
+	Oid			saved_uid;
+	int			saved_sec;
+
+	become_owner(flow->owner, &saved_uid, &saved_sec);
+	(void) snap_run_versions(flow, m);
+	catalog_save_progress(flow, m, started, true);
+	restore_user(saved_uid, saved_sec);
+}
+
+/*
+ * full_refresh of a snapshot flow: forget the hidden state and the last
+ * version, and apply the snapshot(s) again from the start; the first one
+ * rewrites every key of the target (so metrics compare rows by identity).
+ * If there is no snapshot at all, the target is emptied.
+ */
+void
+snaprun_refresh(FlowDef *flow, RunMetrics *m)
+{
+	TimestampTz started = GetCurrentTimestamp();
+	Oid			saved_uid;
+	int			saved_sec;
+
+	become_owner(flow->owner, &saved_uid, &saved_sec);
+	*flow = *catalog_load_flow(flow->name, true, false);	/* see snap_run_versions */
+	if (flow->target_id != 0)
+		spi_exec(psprintf("DELETE FROM %s",
+						  quote_qualified_identifier(AUTOCDC_STATE_SCHEMA,
+													 storage_state_name(flow->target_id))),
+				 SPI_OK_DELETE);
+	catalog_set_snapshot_version(flow, NULL);
+	if (snap_run_versions(flow, m) == 0 && flow->target_id != 0)
+	{
+		spi_exec(psprintf("DELETE FROM ONLY %s", qualified_relname(flow->target)), SPI_OK_DELETE);
+		m->num_deleted += SPI_processed;
+	}
+	catalog_save_progress(flow, m, started, true);
+	restore_user(saved_uid, saved_sec);
+}

@@ -1,0 +1,29 @@
+/*-------------------------------------------------------------------------
+ *
+ * snapsource.h
+ *		The source of snapshot flows (engine layer): version functions, and
+ *		versions kept as text.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef AUTOCDC_SNAPSOURCE_H
+#define AUTOCDC_SNAPSOURCE_H
+
+#include "catalog.h"
+
+/* One (snapshot, version) row returned by a version function. */
+typedef struct SnapVersion
+{
+	Oid			rel;
+	Datum		version;
+} SnapVersion;
+
+extern char *snapsource_version_text(Oid vtype, Datum v);
+extern Datum snapsource_version_datum(Oid vtype, const char *text);
+extern int	snapsource_version_compare(Oid vtype, Datum x, Datum y);
+extern Oid	snapsource_lookup(const char *signature);
+extern Oid	snapsource_check_function(Oid fn, const char *what);
+extern Oid	snapsource_resolve(FlowDef *flow, Oid *vtype);
+extern List *snapsource_call(FlowDef *flow, Oid fn, Oid vtype, Datum last, bool lastnull);
+
+#endif							/* AUTOCDC_SNAPSOURCE_H */

@@ -1,0 +1,60 @@
+/*-------------------------------------------------------------------------
+ *
+ * source.h
+ *		Sources of change flows (engine layer): the database's replication
+ *		slot, first reads under a snapshot, and the decoding pass that turns
+ *		committed changes into batch rows, by source kind.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef AUTOCDC_SOURCE_H
+#define AUTOCDC_SOURCE_H
+
+#include "access/tupdesc.h"
+#include "access/xlogdefs.h"
+#include "utils/tuplestore.h"
+
+#include "catalog.h"
+
+/* One flow's part in a decoding pass. */
+typedef struct Capture
+{
+	FlowDef    *flow;
+	Tuplestorestate *batch;
+	TupleDesc	batchdesc;
+	RunMetrics *m;
+	bool		resync;			/* out: progress no longer served, not captured */
+	char	   *error;			/* out: why capture stopped for this flow */
+} Capture;
+
+/* A decoded row, mapped onto a flow's source columns in batch layout (layout.h). */
+typedef struct SourceRow
+{
+	Capture    *c;
+	Datum	   *values;
+	bool	   *nulls;
+} SourceRow;
+
+/*
+ * A kind of source: what its flows make of each decoded action on a table
+ * they read (NULL: the action is not an event of this kind).
+ */
+typedef struct SourceKind
+{
+	const char *name;
+	void		(*on_insert) (SourceRow *row);
+} SourceKind;
+
+extern char *source_slot_name(void);
+extern void source_ensure_slot(void);
+extern void source_drop_slots(void);
+extern void source_check(FlowDef *flow);
+extern void source_read_whole(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
+							  XLogRecPtr pos);
+extern XLogRecPtr source_capture(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
+								 RunMetrics *m);
+extern XLogRecPtr source_capture_flows(List *captures, int64 max_events, bool resync_error,
+									   bool *more);
+extern void source_raise_capture_error(Capture *c);
+
+#endif							/* AUTOCDC_SOURCE_H */

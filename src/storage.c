@@ -1,0 +1,362 @@
+/*-------------------------------------------------------------------------
+ *
+ * storage.c
+ *		Targets and their hidden state as tables: created when a flow is
+ *		defined, checked when a flow joins an existing target, kept in step
+ *		with the source's columns at each run, dropped with the last flow.
+ *
+ * A target is created by the caller (the flow's future owner), in the
+ * calling transaction.  Its hidden state, autocdc_state.target_<id>, is
+ * created by autocdc (flow owners have no CREATE there) as a new, empty
+ * table with no defaults but its own time column, and given to the
+ * target's owner; later ALTER TABLE statements on either run as the flow's
+ * owner under a security-restricted operation, because they evaluate the
+ * owner's defaults, domain constraints and index expressions.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+
+#include "compat.h"
+#include "layout.h"
+#include "storage.h"
+#include "util.h"
+
+/* Name of a target's hidden-state table (unqualified). */
+char *
+storage_state_name(int target_id)
+{
+	return psprintf("target_%d", target_id);
+}
+
+/* The hidden-state table of a target, or InvalidOid when it is missing. */
+Oid
+storage_state_relid(int target_id)
+{
+	return get_relname_relid(storage_state_name(target_id),
+							 get_namespace_oid(AUTOCDC_STATE_SCHEMA, false));
+}
+
+/* Is a column name one that autocdc adds (some kind's periods, the state's)? */
+bool
+storage_reserved_column(const char *name)
+{
+	int			n,
+				i,
+				j;
+	const StorageKind *const *kinds = storage_kinds(&n);
+
+	if (strncmp(name, STATE_COLUMN_PREFIX, strlen(STATE_COLUMN_PREFIX)) == 0)
+		return true;
+	for (i = 0; i < n; i++)
+		for (j = 0; j < kinds[i]->nperiods; j++)
+			if (strcmp(name, kinds[i]->periods[j]) == 0)
+				return true;
+	return false;
+}
+
+/*
+ * Create a flow's target (as the caller, in the calling transaction): the
+ * selected source columns in source order with their types, typmods and
+ * collations, then the kind's period columns and keys.  Returns its oid.
+ */
+Oid
+storage_create_target(const char *schema, const char *name, List *srccols, List *selected,
+					  const StorageKind *kind, List *keys, Oid seqtype)
+{
+	StringInfoData sql;
+	ListCell   *lc;
+	char	   *qname = quote_qualified_identifier(schema, name);
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "CREATE TABLE %s (", qname);
+	foreach(lc, selected)
+	{
+		ColInfo    *c = find_column(srccols, lfirst(lc));
+
+		appendStringInfo(&sql, "%s, ", column_definition(c->name, c->typid, c->typmod, c->collation));
+	}
+	kind->target_definition(&sql, quoted_list(keys), format_type_be_qualified(seqtype));
+	appendStringInfoChar(&sql, ')');
+	spi_exec(sql.data, SPI_OK_UTILITY);
+	kind->target_indexes(qname, quoted_list(keys));
+	CommandCounterIncrement();
+	return get_relname_relid(name, get_namespace_oid(schema, false));
+}
+
+/*
+ * Create the hidden state of a target: the target's data columns, then the
+ * bookkeeping columns (layout.h), indexed by key, by time for tombstones
+ * and by sequence for truncates; owned by the target's owner.  Created by
+ * autocdc while new and empty: nothing of a user's is evaluated.
+ */
+void
+storage_create_state(int target_id, Oid target, Oid seqtype, List *keys)
+{
+	StringInfoData sql;
+	ListCell   *lc;
+	char	   *sname = quote_qualified_identifier(AUTOCDC_STATE_SCHEMA,
+												   storage_state_name(target_id));
+	Oid			saved_uid;
+	int			saved_sec;
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "CREATE TABLE %s (", sname);
+	foreach(lc, relation_columns(target))
+	{
+		ColInfo    *c = lfirst(lc);
+
+		if (storage_reserved_column(c->name))
+			continue;
+		appendStringInfo(&sql, "%s, ", column_definition(c->name, c->typid, c->typmod, c->collation));
+	}
+	appendStringInfo(&sql, "%s %s, %s pg_catalog.pg_lsn NOT NULL, %s pg_catalog.int8 NOT NULL, "
+					 "%s pg_catalog.\"char\" NOT NULL, "
+					 "%s pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now())",
+					 STATE_SEQ_NAME, format_type_be_qualified(seqtype), STATE_LSN_NAME,
+					 STATE_ORD_NAME, STATE_KIND_NAME, STATE_AT_NAME);
+	become_superuser(&saved_uid, &saved_sec);
+	spi_exec(sql.data, SPI_OK_UTILITY);
+	spi_exec(psprintf("CREATE INDEX ON %s (%s)", sname, quoted_list(keys)), SPI_OK_UTILITY);
+	spi_exec(psprintf("CREATE INDEX ON %s (%s) WHERE %s OPERATOR(pg_catalog.<>) '%c'",
+					  sname, STATE_AT_NAME, STATE_KIND_NAME, EVENT_UPSERT), SPI_OK_UTILITY);
+	spi_exec(psprintf("CREATE INDEX ON %s (%s) WHERE %s OPERATOR(pg_catalog.=) '%c'",
+					  sname, STATE_SEQ_NAME, STATE_KIND_NAME, EVENT_TRUNCATE), SPI_OK_UTILITY);
+	spi_exec(psprintf("ALTER TABLE %s OWNER TO %s", sname,
+					  quote_identifier(GetUserNameFromId(relation_owner(target), false))),
+			 SPI_OK_UTILITY);
+	restore_user(saved_uid, saved_sec);
+}
+
+/* Does an existing target fit a flow of this kind? Error if not. */
+void
+storage_check_target(Oid target, const char *tname, List *srccols, List *selected,
+					 const StorageKind *kind, Oid seqtype)
+{
+	List	   *tcols = relation_columns(target);
+	ListCell   *lc;
+	const StorageKind *const *kinds;
+	int			nkinds,
+				i,
+				j;
+
+	foreach(lc, selected)
+	{
+		ColInfo    *s = find_column(srccols, lfirst(lc));
+		ColInfo    *t = find_column(tcols, lfirst(lc));
+
+		if (t == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+					 errmsg("target \"%s\" has no column \"%s\"", tname, s->name),
+					 errhint("Add the column to the target, or leave it out of the flow's column selection.")));
+		if (t->typid != s->typid)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("column \"%s\" of target \"%s\" has type %s, but the source column has type %s",
+							s->name, tname, format_type_be(t->typid), format_type_be(s->typid))));
+	}
+	for (i = 0; i < kind->nperiods; i++)
+	{
+		ColInfo    *t = find_column(tcols, kind->periods[i]);
+
+		if (t == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+					 errmsg("target \"%s\" needs a column \"%s\" of type %s for %s",
+							tname, kind->periods[i], format_type_be(seqtype), kind->label)));
+		if (t->typid != seqtype)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("column \"%s\" of target \"%s\" has type %s, but the sequence has type %s",
+							kind->periods[i], tname, format_type_be(t->typid), format_type_be(seqtype))));
+	}
+	/* the period columns of another kind */
+	kinds = storage_kinds(&nkinds);
+	for (i = 0; i < nkinds; i++)
+	{
+		if (kinds[i] == kind)
+			continue;
+		for (j = 0; j < kinds[i]->nperiods; j++)
+		{
+			int			k;
+			bool		ours = false;
+
+			for (k = 0; k < kind->nperiods; k++)
+				ours |= strcmp(kind->periods[k], kinds[i]->periods[j]) == 0;
+			if (!ours && find_column(tcols, kinds[i]->periods[j]))
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+						 errmsg("target \"%s\" has %s columns, but the flow is stored as %s",
+								tname, kinds[i]->label, kind->label)));
+		}
+	}
+}
+
+/*
+ * A run changes the target and the hidden state as the flow's owner, who
+ * must therefore still exist and own both (a role with the privileges of
+ * their owner counts, as for ALTER TABLE).  Error if not.
+ */
+void
+storage_check_owner(FlowDef *flow)
+{
+	char	   *owner = GetUserNameFromId(flow->owner, true);
+	Oid			state = storage_state_relid(flow->target_id);
+	Oid			rels[2] = {flow->target, state};
+	int			i;
+
+	if (owner == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("the owner of flow \"%s\" (role %u) no longer exists", flow->name, flow->owner),
+				 errhint("A superuser can drop the flow with SELECT autocdc.drop_flow(%s) and create it again.",
+						 quote_literal_cstr(flow->name))));
+	for (i = 0; i < 2; i++)
+	{
+		char	   *relname;
+
+		if (!OidIsValid(rels[i]) || compat_class_ownercheck(rels[i], flow->owner))
+			continue;
+		relname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(rels[i])),
+											 get_rel_name(rels[i]));
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("flow \"%s\": its owner %s does not own %s %s",
+						flow->name, quote_identifier(owner),
+						i == 0 ? "its target" : "the target's hidden state", relname),
+				 errdetail("A flow writes and alters its target and hidden state as its owner."),
+				 errhint("Give it back with ALTER TABLE %s OWNER TO %s, or drop the flow and create it again as the owner of the target.",
+						 relname, quote_identifier(owner))));
+	}
+}
+
+/*
+ * Follow source schema changes (SPEC §4): a column added to a source whose
+ * selection is "all" or "* except" is added to the target and the hidden
+ * state; a captured column that was dropped, renamed or retyped fails the
+ * run with a hint to full_refresh, which re-resolves the selection (and
+ * retypes the emptied target's column).  The ALTER TABLE statements run as
+ * the flow's owner under a security-restricted operation (they evaluate
+ * defaults, domain constraints and index expressions of the owner's);
+ * only the catalog update runs as autocdc.  SPI connected.
+ */
+void
+storage_sync_columns(FlowDef *flow, bool refresh)
+{
+	List	   *src = relation_columns(flow->source);
+	List	   *tgt = relation_columns(flow->target);
+	char	   *tname = qualified_relname(flow->target);
+	char	   *sname = quote_qualified_identifier(AUTOCDC_STATE_SCHEMA,
+												   storage_state_name(flow->target_id));
+	List	   *selection = NIL;
+	bool		changed = false;
+	ListCell   *lc;
+	Oid			saved_uid;
+	int			saved_sec;
+
+	foreach(lc, src)
+	{
+		ColInfo    *c = lfirst(lc);
+
+		if (flow->has_include && !name_in_list(flow->col_include, c->name))
+			continue;
+		if (name_in_list(flow->col_except, c->name))
+			continue;
+		if (storage_reserved_column(c->name))
+			continue;
+		selection = lappend(selection, c->name);
+	}
+
+	storage_check_owner(flow);
+	become_owner(flow->owner, &saved_uid, &saved_sec);
+	foreach(lc, flow->columns)
+	{
+		char	   *name = lfirst(lc);
+		ColInfo    *s = find_column(src, name);
+		ColInfo    *t = find_column(tgt, name);
+
+		if (s == NULL && (!refresh || name_in_list(flow->keys, name) || flow->has_include))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("flow \"%s\": column \"%s\" of source \"%s\" no longer exists",
+							flow->name, name, get_rel_name(flow->source)),
+					 refresh || name_in_list(flow->keys, name) || flow->has_include ?
+					 errhint("Drop the flow and create it again with the source's new columns.") :
+					 errhint("Run SELECT autocdc.full_refresh(%s) to re-read the source with its new columns.",
+							 quote_literal_cstr(flow->name))));
+		if (s != NULL && t != NULL && s->typid != t->typid)
+		{
+			if (!refresh)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATATYPE_MISMATCH),
+						 errmsg("flow \"%s\": column \"%s\" of source \"%s\" changed type from %s to %s",
+								flow->name, name, get_rel_name(flow->source),
+								format_type_be(t->typid), format_type_be(s->typid)),
+						 errhint("Run SELECT autocdc.full_refresh(%s) to re-read the source.", quote_literal_cstr(flow->name))));
+			spi_exec(psprintf("ALTER TABLE %s ALTER COLUMN %s TYPE %s USING NULL",
+							  tname, quote_identifier(name),
+							  format_type_with_typemod(s->typid, s->typmod)), SPI_OK_UTILITY);
+			spi_exec(psprintf("ALTER TABLE %s ALTER COLUMN %s TYPE %s USING NULL",
+							  sname, quote_identifier(name),
+							  format_type_with_typemod(s->typid, s->typmod)), SPI_OK_UTILITY);
+			changed = true;
+		}
+	}
+	foreach(lc, selection)
+	{
+		char	   *name = lfirst(lc);
+		ColInfo    *s = find_column(src, name);
+
+		if (name_in_list(flow->columns, name))
+			continue;
+		changed = true;
+		if (find_column(tgt, name) == NULL)
+			spi_exec(psprintf("ALTER TABLE %s ADD COLUMN %s", tname,
+							  column_definition(name, s->typid, s->typmod, s->collation)),
+					 SPI_OK_UTILITY);
+		if (find_column(relation_columns(storage_state_relid(flow->target_id)), name) == NULL)
+			spi_exec(psprintf("ALTER TABLE %s ADD COLUMN %s", sname,
+							  column_definition(name, s->typid, s->typmod, s->collation)),
+					 SPI_OK_UTILITY);
+	}
+	restore_user(saved_uid, saved_sec);
+	if (changed || list_length(selection) != list_length(flow->columns))
+	{
+		catalog_set_columns(flow, selection);
+		CommandCounterIncrement();
+	}
+}
+
+/*
+ * Drop a target's hidden state (as autocdc: dropping evaluates nothing),
+ * and with drop_target the target and its composite sequence type (as the
+ * caller, who must own them).
+ */
+void
+storage_drop(int target_id, Oid target, const char *seq_typname, bool drop_target)
+{
+	Oid			saved_uid;
+	int			saved_sec;
+	char	   *tschema = get_namespace_name(get_rel_namespace(target));
+
+	become_superuser(&saved_uid, &saved_sec);
+	spi_exec(psprintf("DROP TABLE IF EXISTS %s",
+					  quote_qualified_identifier(AUTOCDC_STATE_SCHEMA, storage_state_name(target_id))),
+			 SPI_OK_UTILITY);
+	restore_user(saved_uid, saved_sec);
+	if (!drop_target)
+		return;
+	spi_exec(psprintf("DROP TABLE %s", qualified_relname(target)), SPI_OK_UTILITY);
+	if (seq_typname)
+		spi_exec(psprintf("DROP TYPE IF EXISTS %s", quote_qualified_identifier(tschema, seq_typname)),
+				 SPI_OK_UTILITY);
+}

@@ -1,0 +1,28 @@
+/*-------------------------------------------------------------------------
+ *
+ * storage.h
+ *		Targets and their hidden state as tables (engine layer): creating,
+ *		checking, following a source's columns, dropping; laid out by the
+ *		flow's storage kind (kind.h).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef AUTOCDC_STORAGE_H
+#define AUTOCDC_STORAGE_H
+
+#include "catalog.h"
+#include "kind.h"
+
+extern char *storage_state_name(int target_id);
+extern Oid	storage_state_relid(int target_id);
+extern bool storage_reserved_column(const char *name);
+extern Oid	storage_create_target(const char *schema, const char *name, List *srccols,
+								  List *selected, const StorageKind *kind, List *keys, Oid seqtype);
+extern void storage_create_state(int target_id, Oid target, Oid seqtype, List *keys);
+extern void storage_check_target(Oid target, const char *name, List *srccols, List *selected,
+								 const StorageKind *kind, Oid seqtype);
+extern void storage_check_owner(FlowDef *flow);
+extern void storage_sync_columns(FlowDef *flow, bool refresh);
+extern void storage_drop(int target_id, Oid target, const char *seq_typname, bool drop_target);
+
+#endif							/* AUTOCDC_STORAGE_H */

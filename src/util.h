@@ -1,0 +1,62 @@
+/*-------------------------------------------------------------------------
+ *
+ * util.h
+ *		Helpers of the base layer: switching between autocdc and a flow's
+ *		owner, pinning search_path, SPI statements and cursors, and names,
+ *		columns and types.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef AUTOCDC_UTIL_H
+#define AUTOCDC_UTIL_H
+
+#include "access/htup.h"
+#include "access/tupdesc.h"
+#include "nodes/pg_list.h"
+#include "nodes/primnodes.h"
+#include "utils/array.h"
+
+/* roles and search_path */
+extern void become_superuser(Oid *saved_uid, int *saved_sec);
+extern void become_owner(Oid owner, Oid *saved_uid, int *saved_sec);
+extern void restore_user(Oid saved_uid, int saved_sec);
+extern int	set_safe_search_path(void);
+
+/* SPI */
+typedef void (*SpiRowFn) (HeapTuple tup, TupleDesc desc, void *arg);
+typedef void (*SpiChunkFn) (void *arg);
+extern void spi_exec(const char *sql, int expected);
+extern void spi_foreach(const char *sql, bool read_only, SpiRowFn row_fn,
+						SpiChunkFn chunk_fn, void *arg);
+
+/* names */
+extern List *name_list_or_nil(const char *text);
+extern char *parse_identifier(const char *text, const char *what);
+extern List *parse_identifier_array(ArrayType *arr, const char *what);
+extern Oid	resolve_relation(const char *name, RangeVar **rv_out);
+extern bool name_in_list(List *names, const char *name);
+extern Datum names_to_array(List *names);
+extern List *array_to_names(Datum arr);
+extern Datum quoted_text_array(List *names);
+extern char *quoted_list(List *names);
+extern char *qualified_relname(Oid relid);
+
+/* One column of a relation. */
+typedef struct ColInfo
+{
+	char	   *name;
+	Oid			typid;
+	int32		typmod;
+	Oid			collation;
+	bool		generated;
+} ColInfo;
+
+/* columns and types */
+extern List *relation_columns(Oid relid);
+extern Oid	relation_owner(Oid relid);
+extern ColInfo *find_column(List *cols, const char *name);
+extern char *column_definition(const char *name, Oid typid, int32 typmod, Oid collation);
+extern bool type_is_orderable(Oid typid);
+extern char *equality_operator(Oid typid);
+
+#endif							/* AUTOCDC_UTIL_H */
