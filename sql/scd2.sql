@@ -402,3 +402,30 @@ SELECT count(*) AS s2_flows_left FROM autocdc.flows WHERE name LIKE 's2\_%';
 DROP TABLE s2_split_feed, s2_del_feed, s2_tr_feed, s2_th_feed, s2_inu_feed, s2_eq_feed, s2_row_feed;
 DROP SCHEMA s2sch;
 DROP FUNCTION s2_check(regclass);
+
+---------------------------------------------------------------------------
+-- §4 SCD 2 with nothing tracked (a track list of none, or an except list
+-- naming every non-key column): every upsert keeps the open version's start
+-- and takes the new values in place; (1,a)@5, (1,b)@10 is one row (1,b,5,-).
+-- (Once, the empty set was stored as "all".)
+---------------------------------------------------------------------------
+CREATE TABLE s2_none_feed (id int, v text, seq int);
+SELECT autocdc.create_flow('s2_none_a', 's2_none_feed', '{id}', 'seq', stored_as_scd_type => '2',
+						   track_history_column_list => '{}', continuous => false);
+SELECT autocdc.create_flow('s2_none_b', 's2_none_feed', '{id}', 'seq', stored_as_scd_type => '2',
+						   track_history_except_column_list => '{v, seq}', continuous => false);
+INSERT INTO s2_none_feed VALUES (1, 'a', 5), (1, 'b', 10);
+SELECT num_events FROM autocdc.run_flow('s2_none_a');
+SELECT num_events FROM autocdc.run_flow('s2_none_b');
+SELECT * FROM s2_none_a;
+SELECT * FROM s2_none_b;
+-- a late event inside the version changes its values only if it is the latest
+INSERT INTO s2_none_feed VALUES (1, 'c', 7), (1, NULL, 3);
+SELECT num_events FROM autocdc.run_flow('s2_none_a');
+SELECT * FROM s2_none_a;
+-- the catalog keeps the names it was given exactly (image-equal name values)
+SELECT bool_and(a *= b) AS keys_exact
+  FROM (SELECT k FROM autocdc.target t, unnest(t.keys) k WHERE t.relid = 's2_none_a'::regclass) a,
+	   (SELECT 'id'::name AS k) b;
+SELECT autocdc.drop_flow('s2_none_a', true), autocdc.drop_flow('s2_none_b', true);
+DROP TABLE s2_none_feed;

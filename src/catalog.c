@@ -764,8 +764,8 @@ catalog_load_target(Oid relid, TargetDef *t)
 	return true;
 }
 
-/* Record a new target; returns its id. */
-int
+/* Record a new target; t->id is set to its id. */
+void
 catalog_insert_target(TargetDef *t)
 {
 	CatArgs		a = {0};
@@ -782,7 +782,6 @@ catalog_insert_target(TargetDef *t)
 			 "VALUES ($1::pg_catalog.regclass, $2, $3, $4::pg_catalog.regtype, $5, $6) RETURNING id",
 			 &a, SPI_OK_INSERT_RETURNING);
 	t->id = DatumGetInt32(result_value(1, &isnull));
-	return t->id;
 }
 
 /*

@@ -120,7 +120,7 @@ extern List *catalog_flows_reading(List *relids);
 
 /* targets */
 extern bool catalog_load_target(Oid relid, TargetDef *t);
-extern int	catalog_insert_target(TargetDef *t);
+extern void catalog_insert_target(TargetDef *t);
 extern char *catalog_delete_target(int target_id);
 extern bool catalog_lock_target(int target_id, bool skip_locked);
 

@@ -183,10 +183,8 @@ events_sql(FlowDef *flow, Oid rel, const char *vliteral, bool full)
 				on,
 				differ,
 				sql;
-	char	   *snapname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(rel)),
-													  get_rel_name(rel));
-	char	   *tname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(flow->target)),
-												   get_rel_name(flow->target));
+	char	   *snapname = qualified_relname(rel);
+	char	   *tname = qualified_relname(flow->target);
 	char	   *check;
 	int			i;
 	ListCell   *lc;

@@ -610,7 +610,7 @@ def_record_target(Definition *d)
 		if (!storage_reserved_column(c->name))
 			d->tdef.columns = lappend(d->tdef.columns, c->name);
 	}
-	(void) catalog_insert_target(&d->tdef);
+	catalog_insert_target(&d->tdef);
 	storage_create_state(d->tdef.id, d->target, d->seqtype, d->keys);
 }
 

@@ -39,8 +39,7 @@ expr_analyze(Oid source, const char *expr, const char *what)
 	List	   *dpctx;
 	int			level;
 	MemoryContext cxt = CurrentMemoryContext;
-	char	   *srcname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(source)),
-													 get_rel_name(source));
+	char	   *srcname = qualified_relname(source);
 
 	/* the newlines keep a trailing comment in expr from eating the rest */
 	sql = psprintf("SELECT (\n%s\n) FROM %s", expr, srcname);

@@ -183,7 +183,7 @@ pass_change_flows(List *names, int64 max_events)
 		return false;
 
 	pgstat_report_activity(STATE_RUNNING, "autocdc: decoding");
-	(void) source_capture_flows(captures, max_events, false, &more);
+	source_capture_flows(captures, max_events, false, &more);
 
 	foreach(lc, flows)
 	{

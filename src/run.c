@@ -263,7 +263,7 @@ run_one(FlowDef *flow, RunMetrics *m, bool refresh, bool touch_all)
 		}
 	}
 	else
-		(void) source_capture(flow, batch, bdesc, m);
+		source_capture(flow, batch, bdesc, m);
 	run_apply(flow, batch, bdesc, m, have_batch, touch_all, started, true);
 	run_batch_owner_release(owner);
 	restore_user(saved_uid, saved_sec);

@@ -410,8 +410,7 @@ source_read_whole(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 	}
 	appendStringInfo(&sql, " FROM %s%s s",
 					 relkind == RELKIND_RELATION ? "ONLY " : "",
-					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(flow->source)),
-												get_rel_name(flow->source)));
+					 qualified_relname(flow->source));
 	relation_close(rel, AccessShareLock);
 	sr.batch = batch;
 	sr.desc = batchdesc;
@@ -754,7 +753,7 @@ feed_capture_open(Capture *c)
  * events, and *more says whether WAL was left to decode.  SPI must be
  * connected.
  */
-XLogRecPtr
+void
 source_capture_flows(List *captures, int64 max_events, bool resync_error,
 					 bool *more)
 {
@@ -945,28 +944,25 @@ source_capture_flows(List *captures, int64 max_events, bool resync_error,
 	}
 	MemoryContextDelete(st.cxt);
 	MemoryContextDelete(st.relcxt);
-	return result;
 }
 
 /*
  * Capture the events of one change flow into the batch (see
  * source_capture_flows); a flow that needs a resync is an error.
  */
-XLogRecPtr
+void
 source_capture(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 			   RunMetrics *m)
 {
 	Capture		c;
-	XLogRecPtr	result;
 
 	memset(&c, 0, sizeof(c));
 	c.flow = flow;
 	c.batch = batch;
 	c.batchdesc = batchdesc;
 	c.m = m;
-	result = source_capture_flows(list_make1(&c), 0, true, NULL);
+	source_capture_flows(list_make1(&c), 0, true, NULL);
 	source_raise_capture_error(&c);
-	return result;
 }
 
 /* Raise the error that stopped a flow's capture, if any. */

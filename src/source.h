@@ -51,10 +51,10 @@ extern void source_drop_slots(void);
 extern void source_check(FlowDef *flow);
 extern void source_read_whole(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 							  XLogRecPtr pos);
-extern XLogRecPtr source_capture(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
-								 RunMetrics *m);
-extern XLogRecPtr source_capture_flows(List *captures, int64 max_events, bool resync_error,
-									   bool *more);
+extern void source_capture(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
+						   RunMetrics *m);
+extern void source_capture_flows(List *captures, int64 max_events, bool resync_error,
+								 bool *more);
 extern void source_raise_capture_error(Capture *c);
 
 #endif							/* AUTOCDC_SOURCE_H */

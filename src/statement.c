@@ -75,19 +75,6 @@ text_array(List *items, bool *isnull)
 	return PointerGetDatum(construct_array(d, i, TEXTOID, -1, false, TYPALIGN_INT));
 }
 
-/* The value of a single identifier written in SQL ("Flow" keeps case). */
-static char *
-identifier_value(const char *text)
-{
-	List	   *names = compat_stringToQualifiedNameList(text);
-
-	if (list_length(names) != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_NAME),
-				 errmsg("invalid flow name \"%s\"", text),
-				 errhint("A flow name is a single identifier.")));
-	return strVal(linitial(names));
-}
 
 /*
  * CREATE FLOW ... AS AUTO CDC INTO ...: the same FlowSpec as
@@ -109,7 +96,7 @@ run_create_flow(AutocdcStmt *s)
 	spec.scd = s->scd_type ? s->scd_type : "1";
 	spec.track_list = (ArrayType *) DatumGetPointer(text_array(s->track_list, &isnull));
 	spec.track_except_list = (ArrayType *) DatumGetPointer(text_array(s->track_except_list, &isnull));
-	spec.name = s->name ? identifier_value(s->name) : NULL;
+	spec.name = s->name ? parse_identifier(s->name, "flow") : NULL;
 	spec.continuous = true;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -134,7 +121,7 @@ run_create_flow(AutocdcStmt *s)
 static void
 run_drop_flow(AutocdcStmt *s)
 {
-	char	   *name = identifier_value(s->name);
+	char	   *name = parse_identifier(s->name, "flow");
 	FlowDef    *flow;
 	int			level;
 

@@ -226,8 +226,7 @@ storage_check_owner(FlowDef *flow)
 
 		if (!OidIsValid(rels[i]) || compat_class_ownercheck(rels[i], flow->owner))
 			continue;
-		relname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(rels[i])),
-											 get_rel_name(rels[i]));
+		relname = qualified_relname(rels[i]);
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("flow \"%s\": its owner %s does not own %s %s",

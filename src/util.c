@@ -155,7 +155,8 @@ parse_identifier(const char *text, const char *what)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_NAME),
 				 errmsg("invalid %s name \"%s\"", what, text),
-				 errhint("Give a plain column name, double-quoted if it has upper-case letters.")));
+				 errhint("Give a single %s name, double-quoted if it has upper-case letters.",
+						 what)));
 	return strVal(linitial(names));
 }
 
