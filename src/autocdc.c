@@ -35,6 +35,9 @@
 
 PG_MODULE_MAGIC;
 
+/* loaded through shared_preload_libraries (CREATE EXTENSION needs it) */
+static bool autocdc_preloaded = false;
+
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 

@@ -251,7 +251,6 @@ typedef enum FlowColumn
 	FC_OWN_RETENTION,
 	FC_RETENTION,
 	FC_CONTINUOUS,
-	FC_PAUSED,
 	FC_PROGRESS,
 	FC_SLOT_NAME,
 	FC_ONCE_DONE,
@@ -292,7 +291,6 @@ static const char *const flow_columns[FC_NCOLUMNS] = {
 	"THEN pg_catalog.max(g.tombstone_retention)::pg_catalog.text END "
 	"FROM autocdc.flow g WHERE g.target_id OPERATOR(pg_catalog.=) f.target_id)",
 	[FC_CONTINUOUS] = "f.continuous",
-	[FC_PAUSED] = "f.paused",
 	[FC_PROGRESS] = "s.progress",
 	[FC_SLOT_NAME] = "s.slot_name",
 	[FC_ONCE_DONE] = "s.once_done",
@@ -368,7 +366,6 @@ flow_from_row(HeapTuple tup, TupleDesc desc)
 	f->tombstone_retention = flow_text(tup, desc, FC_OWN_RETENTION);
 	f->retention = flow_text(tup, desc, FC_RETENTION);
 	f->continuous = DatumGetBool(FLOW_GET(FC_CONTINUOUS, &isnull));
-	f->paused = DatumGetBool(FLOW_GET(FC_PAUSED, &isnull));
 	d = FLOW_GET(FC_PROGRESS, &isnull);
 	f->has_progress = !isnull;
 	f->progress = isnull ? InvalidXLogRecPtr : DatumGetLSN(d);
@@ -473,7 +470,7 @@ catalog_insert_flow(FlowDef *f)
 	arg_names(&a, f->columns, false);
 	arg_idents(&a, f->col_include, !f->has_include);
 	arg_idents(&a, f->col_except, f->col_except == NIL);
-	arg_text(&a, f->scd == '2' ? "2" : "1");	/* $15 */
+	arg_text(&a, psprintf("%c", f->scd));	/* $15 */
 	arg_names(&a, f->track, f->track_all);
 	arg_idents(&a, f->track_include, !f->has_track_include);
 	arg_idents(&a, f->track_except, f->track_except == NIL);
@@ -772,7 +769,7 @@ catalog_insert_target(TargetDef *t)
 	bool		isnull;
 
 	arg_oid(&a, t->relid);
-	arg_text(&a, t->scd == '2' ? "2" : "1");
+	arg_text(&a, psprintf("%c", t->scd));
 	arg_names(&a, t->keys, false);
 	arg_oid(&a, t->seq_type);
 	arg_add(&a, NAMEOID, t->seq_typname ? DirectFunctionCall1(namein, CStringGetDatum(t->seq_typname)) : 0,

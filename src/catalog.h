@@ -56,7 +56,6 @@ typedef struct FlowDef
 	char	   *retention;		/* the target's: the longest of its flows', or
 								 * NULL (forever) */
 	bool		continuous;
-	bool		paused;
 	/* progress */
 	bool		has_progress;
 	XLogRecPtr	progress;		/* source commits before it are applied */

@@ -839,7 +839,7 @@ define_snapshot_target(FlowDef *flow, Oid snapshot, Oid vtype)
 	spec.target = flow->snapshot_target;
 	spec.source = qualified_relname(snapshot);
 	spec.keys = DatumGetArrayTypeP(quoted_text_array(flow->keys));
-	spec.scd = flow->scd == '2' ? "2" : "1";
+	spec.scd = psprintf("%c", flow->scd);
 	spec.sequence_by = psprintf("NULL::%s", format_type_be_qualified(vtype));
 	spec.name = flow->name;
 	d.spec = &spec;

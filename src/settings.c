@@ -14,7 +14,6 @@
 
 #include "settings.h"
 
-bool		autocdc_preloaded = false;
 int			autocdc_decoding_work_mem = 256 * 1024; /* kB */
 int			autocdc_work_mem = 128 * 1024;	/* kB */
 bool		autocdc_enabled = true;

@@ -8,7 +8,6 @@
 #ifndef AUTOCDC_SETTINGS_H
 #define AUTOCDC_SETTINGS_H
 
-extern bool autocdc_preloaded;
 extern int	autocdc_decoding_work_mem;
 extern int	autocdc_work_mem;
 extern bool autocdc_enabled;

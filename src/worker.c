@@ -312,7 +312,7 @@ void
 autocdc_worker_main(Datum arg)
 {
 	Oid			dboid = DatumGetObjectId(arg);
-	int			failures = 0;
+	volatile int failures = 0;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
