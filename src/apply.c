@@ -1299,11 +1299,225 @@ insert_state_rows(ApplyCtx *a)
 }
 
 /*
+ * Decide where the fold takes the new events from: the keyhash, unless they
+ * outgrew work_mem or the fold must read every key of the target (truncates,
+ * refresh); otherwise they go to BATCH_EVENTS for the stream query.
+ */
+static void
+place_events(ApplyCtx *a, FlowDef *flow, Tuplestorestate *events, int64 nevents,
+			 List *truncs, bool touch_all)
+{
+	a->hashfold = a->inmem && truncs == NIL && !touch_all;
+	if (a->keyhash != NULL)
+		elog(DEBUG1, "autocdc: flow \"%s\": " INT64_FORMAT " events %s", flow->name, nevents,
+			 a->hashfold ? "folded from memory" :
+			 a->inmem ? "folded through SQL: the fold reads every key" :
+			 "folded through SQL: they outgrew work_mem");
+	if (a->hashfold)
+		tuplestore_end(events);
+	else
+	{
+		if (a->inmem)
+			spill_entries(a, events);
+		/* read by the touched-keys query (unless every key is touched) and the fold's */
+		batch_set(BATCH_EVENTS, events, a->sdesc, a->stype, nevents,
+				  truncs != NIL || touch_all || a->keyhash != NULL ? 1 : 2);
+	}
+}
+
+/*
+ * Sort the truncates of the whole target (the hidden state's and the
+ * batch's) into a->truncs, and keep the batch's new ones as state.
+ */
+static void
+setup_truncates(ApplyCtx *a, List *truncs)
+{
+	List	   *all = NIL;
+	ListCell   *lc;
+	int			i;
+
+	load_state_truncates(a, &all);
+	foreach(lc, truncs)
+		all = lappend(all, lfirst(lc));
+	a->ntruncs = list_length(all);
+	a->truncs = palloc(sizeof(Ev *) * (a->ntruncs + 1));
+	i = 0;
+	foreach(lc, all)
+		a->truncs[i++] = lfirst(lc);
+	qsort_arg(a->truncs, a->ntruncs, sizeof(Ev *), fold_qsort_events, &a->c);
+
+	foreach(lc, truncs)
+	{
+		Ev		   *t = lfirst(lc);
+
+		t->vals = palloc0(sizeof(Datum) * a->c.ndata);
+		t->nulls = palloc(sizeof(bool) * a->c.ndata);
+		for (i = 0; i < a->c.ndata; i++)
+			t->nulls[i] = true;
+		keep_event(a, t);
+	}
+}
+
+/*
+ * The query that merges the target rows, the hidden state and (unless the
+ * fold takes them from the keyhash) the new events of the touched keys, or
+ * of every key with everykey.  Rows: __src, __tid, the data columns, then
+ * the event columns (EVENT_SEQ...), then the kind's period columns, then
+ * __grp (target rows first within a key); ordered by key, then target rows,
+ * then events by (sequence, arrival).
+ */
+static char *
+stream_sql(ApplyCtx *a, FlowDef *flow, bool everykey)
+{
+	StringInfoData sql,
+				periods,
+				noperiods;
+	char	   *seqtype = format_type_be_qualified(flow->seq_type);
+	char	   *filter;
+	int			i;
+
+	a->njoinkeys = -1;
+	filter = everykey ? "" : touched_keys_join(a);
+	initStringInfo(&periods);
+	initStringInfo(&noperiods);
+	for (i = 0; i < a->kind->nperiods; i++)
+	{
+		appendStringInfo(&periods, ", x.%s", a->kind->periods[i]);
+		appendStringInfo(&noperiods, ", NULL::%s", seqtype);
+	}
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "SELECT %d AS __src, x.ctid AS __tid, %s, NULL::%s, NULL::pg_catalog.pg_lsn, "
+					 "NULL::pg_catalog.int8, NULL::pg_catalog.\"char\"%s, 0 AS __grp FROM ONLY %s x%s "
+					 "UNION ALL "
+					 "SELECT %d, x.ctid, %s, x.%s, x.%s, x.%s, x.%s%s, 1 FROM %s x%s "
+					 "WHERE x.%s OPERATOR(pg_catalog.<>) '%c' ",
+					 EV_TARGET, data_list(a, "x.", false), seqtype, periods.data,
+					 qualified_relname(flow->target), filter,
+					 EV_STATE, data_list(a, "x.", false), STATE_SEQ_NAME, STATE_LSN_NAME,
+					 STATE_ORD_NAME, STATE_KIND_NAME, noperiods.data,
+					 qualified_relname(a->staterel), filter, STATE_KIND_NAME, EVENT_TRUNCATE);
+	if (!a->hashfold)
+		appendStringInfo(&sql,
+						 "UNION ALL "
+						 "SELECT %d, NULL::pg_catalog.tid, %s, x.%s, x.%s, x.%s, x.%s%s, 1 "
+						 "FROM autocdc_internal._events(NULL::%s) x "
+						 "WHERE x.%s OPERATOR(pg_catalog.<>) '%c' ",
+						 EV_NEW, data_list(a, "x.", false), STATE_SEQ_NAME, STATE_LSN_NAME,
+						 STATE_ORD_NAME, STATE_KIND_NAME, noperiods.data,
+						 format_type_be_qualified(a->stype), STATE_KIND_NAME, EVENT_TRUNCATE);
+	appendStringInfo(&sql, "ORDER BY %s, __grp, %d, %d, %d",
+					 data_list(a, "", true), a->c.ndata + 3 + EVENT_SEQ,
+					 a->c.ndata + 3 + EVENT_LSN, a->c.ndata + 3 + EVENT_ORD);
+	return sql.data;
+}
+
+/*
+ * Fold every touched key: those the stream query returns, key by key, then
+ * (folding from the keyhash) the keys with no target row and no hidden
+ * state, in order of first arrival.  The differences collect in a.
+ */
+static void
+fold_all(ApplyCtx *a, const char *sql)
+{
+	FoldScan	fs;
+	MemoryContext old;
+	int			level;
+
+	a->groupcxt = AllocSetContextCreate(CurrentMemoryContext, "autocdc fold",
+										ALLOCSET_DEFAULT_SIZES);
+	fs.a = a;
+	fs.group = NULL;
+	fs.ngroup = fs.maxgroup = 0;
+
+	/*
+	 * Reach the touched keys' rows through their indexes: a hash or merge
+	 * join would read the whole target and state, making a run's cost grow
+	 * with the target instead of with the keys it touches.  Unless both are
+	 * small beside the number of keys (under a page per 20 keys): then
+	 * reading them costs less than probing for every key, and the planner
+	 * may choose.
+	 */
+	level = NewGUCNestLevel();
+	if (a->njoinkeys >= 0 && !small_beside_keys(a))
+	{
+		(void) set_config_option("enable_hashjoin", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+		(void) set_config_option("enable_mergejoin", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	}
+	spi_foreach(sql, false, fold_row, fold_chunk_end, &fs);
+	AtEOXact_GUC(true, level);
+	if (fs.ngroup > 0)
+	{
+		old = MemoryContextSwitchTo(a->groupcxt);
+		fold_group(&fs);
+		MemoryContextSwitchTo(old);
+	}
+	if (a->hashfold)
+	{
+		int64		e;
+
+		for (e = 0; e < a->nkeys_distinct; e++)
+		{
+			if (a->entries[e]->done)
+				continue;
+			MemoryContextReset(a->groupcxt);
+			old = MemoryContextSwitchTo(a->groupcxt);
+			fs.ngroup = 0;
+			fold_entry(&fs, a->entries[e]);
+			MemoryContextSwitchTo(old);
+		}
+	}
+}
+
+/*
+ * Write the differences the fold collected: the target's, then the hidden
+ * state's.  Hidden-state changes are marked as not to be replicated, so that
+ * decoding (ours, and any other consumer that filters by origin) drops them
+ * before buffering.  Only the state: targets may be feeds of other flows.
+ */
+static void
+write_differences(ApplyCtx *a, FlowDef *flow)
+{
+	RepOriginId saved_origin = replorigin_session_origin;
+
+	delete_tids(flow->target, a->tdel, a->ntdel);
+	insert_rows(a);
+	PG_TRY();
+	{
+		replorigin_session_origin = DoNotReplicateId;
+		delete_tids(a->staterel, a->sdel, a->nsdel);
+		insert_state_rows(a);
+	}
+	PG_FINALLY();
+	{
+		replorigin_session_origin = saved_origin;
+	}
+	PG_END_TRY();
+}
+
+/* Forget the tombstones (deletes, truncates) older than the retention. */
+static void
+forget_tombstones(ApplyCtx *a, const char *retention)
+{
+	Datum		arg = CStringGetTextDatum(retention);
+	Oid			argtype = TEXTOID;
+	char	   *q = psprintf("DELETE FROM %s WHERE __autocdc_kind OPERATOR(pg_catalog.<>) 'u' "
+							 "AND __autocdc_at OPERATOR(pg_catalog.<) (pg_catalog.now() "
+							 "OPERATOR(pg_catalog.-) $1::pg_catalog.interval)",
+							 qualified_relname(a->staterel));
+
+	if (SPI_execute_with_args(q, 1, &argtype, &arg, NULL, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not forget old tombstones");
+}
+
+/*
  * Apply the batch (BATCH_SOURCE) of a flow, or with events_sql the events
  * that query returns (already classified: the data columns in hidden-state
- * order, then sequence, lsn, ord and kind; snapshot.c).  Runs as the flow
- * owner under a security-restricted operation with search_path pinned; SPI
- * connected.
+ * order, then sequence, lsn, ord and kind; snapshot comparison).  Runs as
+ * the flow owner under a security-restricted operation with search_path
+ * pinned; SPI connected.
  */
 static void
 apply_common(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all,
@@ -1313,15 +1527,6 @@ apply_common(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all,
 	Tuplestorestate *events;
 	List	   *truncs = NIL;
 	int64		nevents;
-	StringInfoData sql,
-				periods,
-				noperiods;
-	char	   *filter;
-	FoldScan	fs;
-	MemoryContext old;
-	ListCell   *lc;
-	int			i;
-	char	   *seqtype;
 	TimestampTz t0,
 				t1,
 				t2;
@@ -1344,194 +1549,24 @@ apply_common(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all,
 		tuplestore_end(events);
 		return;
 	}
+	place_events(&a, flow, events, nevents, truncs, touch_all);
 
-	/*
-	 * The fold takes the new events from the keyhash, unless they outgrew
-	 * work_mem or it must read every key of the target (truncates, refresh).
-	 */
-	a.hashfold = a.inmem && truncs == NIL && !touch_all;
-	if (a.keyhash != NULL)
-		elog(DEBUG1, "autocdc: flow \"%s\": " INT64_FORMAT " events %s", flow->name, nevents,
-			 a.hashfold ? "folded from memory" :
-			 a.inmem ? "folded through SQL: the fold reads every key" :
-			 "folded through SQL: they outgrew work_mem");
-	if (a.hashfold)
-		tuplestore_end(events);
-	else
-	{
-		if (a.inmem)
-			spill_entries(&a, events);
-		/* read by the touched-keys query (unless every key is touched) and the fold's */
-		batch_set(BATCH_EVENTS, events, a.sdesc, a.stype, nevents,
-				  truncs != NIL || touch_all || a.keyhash != NULL ? 1 : 2);
-	}
-
-	/* truncates of the whole target, sorted */
-	{
-		List	   *all = NIL;
-
-		load_state_truncates(&a, &all);
-		foreach(lc, truncs)
-			all = lappend(all, lfirst(lc));
-		a.ntruncs = list_length(all);
-		a.truncs = palloc(sizeof(Ev *) * (a.ntruncs + 1));
-		i = 0;
-		foreach(lc, all)
-			a.truncs[i++] = lfirst(lc);
-		qsort_arg(a.truncs, a.ntruncs, sizeof(Ev *), fold_qsort_events, &a.c);
-	}
-
-	/* new truncates are kept as state */
+	/* fold */
 	a.tins = tuplestore_begin_heap(false, false, work_mem);
 	a.sins = tuplestore_begin_heap(false, false, work_mem);
-	foreach(lc, truncs)
-	{
-		Ev		   *t = lfirst(lc);
+	setup_truncates(&a, truncs);
+	fold_all(&a, stream_sql(&a, flow, truncs != NIL || touch_all));
 
-		t->vals = palloc0(sizeof(Datum) * a.c.ndata);
-		t->nulls = palloc(sizeof(bool) * a.c.ndata);
-		for (i = 0; i < a.c.ndata; i++)
-			t->nulls[i] = true;
-		keep_event(&a, t);
-	}
-
-	/* the merged stream of the touched keys */
-	seqtype = format_type_be_qualified(flow->seq_type);
-	a.njoinkeys = -1;
-	if (truncs != NIL || touch_all)
-		filter = "";
-	else
-		filter = touched_keys_join(&a);
-	/*
-	 * Rows: __src, __tid, the data columns, then the event columns
-	 * (EVENT_SEQ...), then the kind's period columns, then __grp (target
-	 * rows first within a key).
-	 */
-	initStringInfo(&periods);
-	initStringInfo(&noperiods);
-	for (i = 0; i < a.kind->nperiods; i++)
-	{
-		appendStringInfo(&periods, ", x.%s", a.kind->periods[i]);
-		appendStringInfo(&noperiods, ", NULL::%s", seqtype);
-	}
-	initStringInfo(&sql);
-	appendStringInfo(&sql,
-					 "SELECT %d AS __src, x.ctid AS __tid, %s, NULL::%s, NULL::pg_catalog.pg_lsn, "
-					 "NULL::pg_catalog.int8, NULL::pg_catalog.\"char\"%s, 0 AS __grp FROM ONLY %s x%s "
-					 "UNION ALL "
-					 "SELECT %d, x.ctid, %s, x.%s, x.%s, x.%s, x.%s%s, 1 FROM %s x%s "
-					 "WHERE x.%s OPERATOR(pg_catalog.<>) '%c' ",
-					 EV_TARGET, data_list(&a, "x.", false), seqtype, periods.data,
-					 qualified_relname(flow->target), filter,
-					 EV_STATE, data_list(&a, "x.", false), STATE_SEQ_NAME, STATE_LSN_NAME,
-					 STATE_ORD_NAME, STATE_KIND_NAME, noperiods.data,
-					 qualified_relname(a.staterel), filter, STATE_KIND_NAME, EVENT_TRUNCATE);
-	if (!a.hashfold)
-		appendStringInfo(&sql,
-						 "UNION ALL "
-						 "SELECT %d, NULL::pg_catalog.tid, %s, x.%s, x.%s, x.%s, x.%s%s, 1 "
-						 "FROM autocdc_internal._events(NULL::%s) x "
-						 "WHERE x.%s OPERATOR(pg_catalog.<>) '%c' ",
-						 EV_NEW, data_list(&a, "x.", false), STATE_SEQ_NAME, STATE_LSN_NAME,
-						 STATE_ORD_NAME, STATE_KIND_NAME, noperiods.data,
-						 format_type_be_qualified(a.stype), STATE_KIND_NAME, EVENT_TRUNCATE);
-	/* ordered by key, then target rows, then events by (sequence, arrival) */
-	appendStringInfo(&sql, "ORDER BY %s, __grp, %d, %d, %d",
-					 data_list(&a, "", true), a.c.ndata + 3 + EVENT_SEQ,
-					 a.c.ndata + 3 + EVENT_LSN, a.c.ndata + 3 + EVENT_ORD);
-
-	a.groupcxt = AllocSetContextCreate(CurrentMemoryContext, "autocdc fold",
-									   ALLOCSET_DEFAULT_SIZES);
-	fs.a = &a;
-	fs.group = NULL;
-	fs.ngroup = fs.maxgroup = 0;
-	{
-		/*
-		 * Reach the touched keys' rows through their indexes: a hash or
-		 * merge join would read the whole target and state, making a run's
-		 * cost grow with the target instead of with the keys it touches.
-		 * Unless both are small beside the number of keys (under a page
-		 * per 20 keys): then reading them costs less than probing for every
-		 * key, and the planner may choose.
-		 */
-		int			level = NewGUCNestLevel();
-
-		if (a.njoinkeys >= 0 && !small_beside_keys(&a))
-		{
-			(void) set_config_option("enable_hashjoin", "off", PGC_USERSET, PGC_S_SESSION,
-									 GUC_ACTION_SAVE, true, 0, false);
-			(void) set_config_option("enable_mergejoin", "off", PGC_USERSET, PGC_S_SESSION,
-									 GUC_ACTION_SAVE, true, 0, false);
-		}
-		spi_foreach(sql.data, false, fold_row, fold_chunk_end, &fs);
-		AtEOXact_GUC(true, level);
-	}
-	if (fs.ngroup > 0)
-	{
-		old = MemoryContextSwitchTo(a.groupcxt);
-		fold_group(&fs);
-		MemoryContextSwitchTo(old);
-	}
-	/* keys with no target row and no hidden state, in order of first arrival */
-	if (a.hashfold)
-	{
-		int64		e;
-
-		for (e = 0; e < a.nkeys_distinct; e++)
-		{
-			if (a.entries[e]->done)
-				continue;
-			MemoryContextReset(a.groupcxt);
-			old = MemoryContextSwitchTo(a.groupcxt);
-			fs.ngroup = 0;
-			fold_entry(&fs, a.entries[e]);
-			MemoryContextSwitchTo(old);
-		}
-	}
-
+	/* write */
 	t2 = GetCurrentTimestamp();
-	/* write the differences */
-	delete_tids(flow->target, a.tdel, a.ntdel);
-	insert_rows(&a);
-
-	/*
-	 * Hidden-state changes are marked as not to be replicated, so that
-	 * decoding (ours, and any other consumer that filters by origin) drops
-	 * them before buffering.  Only the state: targets may be feeds of other
-	 * flows.
-	 */
-	{
-		RepOriginId saved_origin = replorigin_session_origin;
-
-		PG_TRY();
-		{
-			replorigin_session_origin = DoNotReplicateId;
-			delete_tids(a.staterel, a.sdel, a.nsdel);
-			insert_state_rows(&a);
-		}
-		PG_FINALLY();
-		{
-			replorigin_session_origin = saved_origin;
-		}
-		PG_END_TRY();
-	}
-
+	write_differences(&a, flow);
 	elog(DEBUG2, "autocdc: flow \"%s\": classified " INT64_FORMAT " events in %ld ms, "
 		 "folded in %ld ms, wrote in %ld ms", flow->name, nevents,
 		 (long) ((t1 - t0) / 1000), (long) ((t2 - t1) / 1000),
 		 (long) ((GetCurrentTimestamp() - t2) / 1000));
 	if (flow->retention)
-	{
-		Datum		arg = CStringGetTextDatum(flow->retention);
-		Oid			argtype = TEXTOID;
-		char	   *q = psprintf("DELETE FROM %s WHERE __autocdc_kind OPERATOR(pg_catalog.<>) 'u' "
-								 "AND __autocdc_at OPERATOR(pg_catalog.<) (pg_catalog.now() "
-								 "OPERATOR(pg_catalog.-) $1::pg_catalog.interval)",
-								 qualified_relname(a.staterel));
+		forget_tombstones(&a, flow->retention);
 
-		if (SPI_execute_with_args(q, 1, &argtype, &arg, NULL, false, 0) != SPI_OK_DELETE)
-			elog(ERROR, "could not forget old tombstones");
-	}
 	/* the tuplestores were handed to the queries that read them last */
 	batch_set(BATCH_EVENTS, NULL, NULL, InvalidOid, 0, 0);
 	batch_set(BATCH_KEYS, NULL, NULL, InvalidOid, 0, 0);
