@@ -104,7 +104,8 @@ CREATE TABLE autocdc.flow_state (
 	num_events	bigint NOT NULL DEFAULT 0,
 	num_upserted_rows bigint NOT NULL DEFAULT 0,
 	num_deleted_rows bigint NOT NULL DEFAULT 0,
-	num_skipped_events bigint NOT NULL DEFAULT 0
+	num_skipped_events bigint NOT NULL DEFAULT 0,
+	waiting_since timestamptz	-- since when the worker finds a relation of the flow locked
 );
 
 CREATE TABLE autocdc.flow_run_log (
@@ -156,6 +157,12 @@ CREATE FUNCTION autocdc_internal._keys() RETURNS SETOF record
 	LANGUAGE C SUPPORT autocdc_internal._batch_support
 	AS 'MODULE_PATHNAME', 'autocdc_keys';
 
+
+-- the database's slots (main and laggard) that can serve flows
+CREATE FUNCTION autocdc_internal._slots(OUT slot_name name, OUT confirmed_flush pg_lsn,
+	OUT restart_lsn pg_lsn, OUT laggard boolean)
+	RETURNS SETOF record
+	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'autocdc_slots';
 
 CREATE FUNCTION autocdc_internal._slot_info(OUT slot_name name, OUT confirmed_flush pg_lsn,
 	OUT restart_lsn pg_lsn)
@@ -307,8 +314,7 @@ SELECT f.name,
 	   CASE
 		   WHEN f.paused THEN 'paused'
 		   WHEN s.progress IS NOT NULL AND NOT f.once
-			AND (sl.slot_name IS NULL OR s.slot_name IS DISTINCT FROM sl.slot_name::text
-				 OR s.progress < sl.confirmed_flush) THEN 'needs_resync'
+			AND (sl.slot_name IS NULL OR s.progress < sl.confirmed_flush) THEN 'needs_resync'
 		   WHEN pe.error IS NOT NULL OR s.last_error IS NOT NULL THEN 'error'
 		   WHEN EXISTS (SELECT FROM pg_catalog.pg_locks k
 						 WHERE k.locktype = 'advisory' AND k.granted
@@ -316,6 +322,7 @@ SELECT f.name,
 											  WHERE d.datname = pg_catalog.current_database())
 						   AND k.classid = f.id::pg_catalog.oid AND k.objid = 0
 						   AND k.objsubid = autocdc_internal._lock_class()) THEN 'running'
+		   WHEN s.waiting_since IS NOT NULL THEN 'waiting'
 		   ELSE 'idle'
 	   END AS state,
 	   coalesce(pe.error, s.last_error) AS last_error,
@@ -327,8 +334,7 @@ SELECT f.name,
 	   s.num_deleted_rows,
 	   s.num_skipped_events,
 	   CASE WHEN sl.restart_lsn IS NOT NULL AND NOT f.once AND f.kind = 'cdc'
-			THEN pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(),
-				 least(sl.restart_lsn, coalesce(s.progress, sl.restart_lsn)))::bigint
+			THEN pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(), s.progress)::bigint
 	   END AS retained_wal_bytes,
 	   (SELECT pg_catalog.pg_total_relation_size(c.oid)
 		  FROM pg_catalog.pg_class c
@@ -337,11 +343,19 @@ SELECT f.name,
 	   CASE WHEN s.last_commit_at IS NOT NULL AND s.progress IS NOT NULL
 			 AND s.progress < pg_catalog.pg_current_wal_flush_lsn()
 			THEN pg_catalog.now() - s.last_commit_at
-	   END AS lag_time
+	   END AS lag_time,
+	   CASE WHEN f.kind = 'cdc' AND NOT f.once AND sl.slot_name IS NOT NULL
+			THEN CASE WHEN sl.laggard THEN 'laggard' ELSE 'main' END
+	   END AS lane,
+	   coalesce(sl.restart_lsn IS NOT NULL AND NOT f.once AND s.progress =
+				(SELECT pg_catalog.min(o.progress) FROM autocdc.flow_state o
+				   JOIN autocdc.flow fo ON fo.name = o.name
+				  WHERE o.slot_name = s.slot_name AND NOT fo.once), false) AS holds_wal_back,
+	   s.waiting_since
   FROM autocdc.flow f
   LEFT JOIN autocdc.target t ON t.id = f.target_id
   LEFT JOIN autocdc.flow_state s ON s.name = f.name
-  LEFT JOIN autocdc_internal._slot_info() sl ON true
+  LEFT JOIN autocdc_internal._slots() sl ON sl.slot_name::text = s.slot_name
   LEFT JOIN LATERAL (SELECT p.error, p.at FROM autocdc_internal._pending_errors() p
 					  WHERE p.flow_id = f.id ORDER BY p.at DESC LIMIT 1) pe ON true
  WHERE pg_catalog.pg_has_role(CURRENT_USER, f.owner, 'USAGE')

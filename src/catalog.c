@@ -30,6 +30,7 @@
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/pg_lsn.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "catalog.h"
@@ -135,6 +136,32 @@ cat_exec(const char *sql, CatArgs *a, int expected)
 	/* never read-only: a read must see what this transaction wrote just before */
 	rc = SPI_execute_with_args(sql, a ? a->n : 0, a ? a->types : NULL,
 							   a ? a->values : NULL, a ? a->nulls : NULL, false, 0);
+	restore_user(saved_uid, saved_sec);
+	if (rc != expected)
+		elog(ERROR, "autocdc catalog statement failed (%d): %s", rc, sql);
+	return SPI_processed;
+}
+
+/*
+ * Run a catalog query as cat_exec does, but under the latest snapshot (what
+ * is committed now, and this transaction's own writes), whatever the
+ * caller's isolation level.
+ */
+static uint64
+cat_exec_latest(const char *sql, CatArgs *a, int expected)
+{
+	Oid			saved_uid;
+	int			saved_sec;
+	SPIPlanPtr	plan;
+	int			rc;
+
+	become_superuser(&saved_uid, &saved_sec);
+	plan = SPI_prepare(sql, a ? a->n : 0, a ? a->types : NULL);
+	if (plan == NULL)
+		elog(ERROR, "autocdc catalog statement failed to prepare: %s", sql);
+	rc = SPI_execute_snapshot(plan, a ? a->values : NULL, a ? a->nulls : NULL,
+							  GetLatestSnapshot(), InvalidSnapshot, false, false, 0);
+	SPI_freeplan(plan);
 	restore_user(saved_uid, saved_sec);
 	if (rc != expected)
 		elog(ERROR, "autocdc catalog statement failed (%d): %s", rc, sql);
@@ -654,7 +681,8 @@ catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz started, bool lo
 			 "num_deleted_rows = num_deleted_rows OPERATOR(pg_catalog.+) $6, "
 			 "num_skipped_events = num_skipped_events OPERATOR(pg_catalog.+) $7, "
 			 "last_run_at = $8, last_error = NULL, last_error_at = NULL, retries = 0, retry_at = NULL, "
-			 "last_commit_at = coalesce($9, last_commit_at), slot_name = $10, skip_upto = $11 "
+			 "last_commit_at = coalesce($9, last_commit_at), slot_name = $10, skip_upto = $11, "
+			 "waiting_since = NULL "
 			 "WHERE name OPERATOR(pg_catalog.=) $1",
 			 &a, SPI_OK_UPDATE);
 	if (log)
@@ -833,21 +861,188 @@ catalog_has_change_flows(bool continuous_only)
 					NULL, SPI_OK_SELECT) > 0;
 }
 
+/* The sources and targets of every flow (oids, each once). */
+List *
+catalog_flow_relations(void)
+{
+	List	   *result = NIL;
+	uint64		i;
+
+	cat_exec("SELECT f.source::pg_catalog.oid FROM autocdc.flow f WHERE f.source IS NOT NULL "
+			 "UNION SELECT t.relid::pg_catalog.oid FROM autocdc.target t WHERE t.relid IS NOT NULL",
+			 NULL, SPI_OK_SELECT);
+	for (i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
+
+		if (!isnull)
+			result = lappend_oid(result, DatumGetObjectId(d));
+	}
+	return result;
+}
+
 /*
  * The continuous change flows that are due (not paused, not done once, not
  * backing off), locked for this transaction; a flow that a run_flow holds
  * is skipped.
  */
 List *
-catalog_due_change_flows(void)
+catalog_due_change_flows(const char *laggard_slot, bool laggard_lane)
 {
-	cat_exec("SELECT f.name FROM autocdc.flow f "
-			 "JOIN autocdc.flow_state s ON s.name OPERATOR(pg_catalog.=) f.name "
-			 "WHERE f.kind OPERATOR(pg_catalog.=) 'cdc' AND f.continuous AND NOT f.paused "
-			 "AND NOT (f.once AND s.once_done) "
-			 "AND (s.retry_at IS NULL OR s.retry_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()) "
-			 "ORDER BY f.name FOR UPDATE OF s SKIP LOCKED", NULL, SPI_OK_SELECT);
+	CatArgs		a = {0};
+
+	arg_text(&a, laggard_slot);
+	cat_exec(psprintf("SELECT f.name FROM autocdc.flow f "
+					  "JOIN autocdc.flow_state s ON s.name OPERATOR(pg_catalog.=) f.name "
+					  "WHERE f.kind OPERATOR(pg_catalog.=) 'cdc' AND f.continuous AND NOT f.paused "
+					  "AND NOT (f.once AND s.once_done) "
+					  "AND (s.retry_at IS NULL OR s.retry_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()) "
+					  "AND %s "
+					  "ORDER BY f.name FOR UPDATE OF s SKIP LOCKED",
+					  laggard_lane ? "s.slot_name OPERATOR(pg_catalog.=) $1"
+					  : "(s.slot_name IS NULL OR $1 IS NULL OR s.slot_name OPERATOR(pg_catalog.<>) $1)"),
+			 &a, SPI_OK_SELECT);
 	return result_strings();
+}
+
+/*
+ * The slot name starting with prefix that flows' progress belongs to, or
+ * NULL (the greatest, should there be several).
+ */
+char *
+catalog_slot_in_use(const char *prefix)
+{
+	CatArgs		a = {0};
+
+	arg_text(&a, prefix);
+	cat_exec_latest("SELECT pg_catalog.max(s.slot_name) FROM autocdc.flow_state s "
+					"WHERE s.progress IS NOT NULL AND pg_catalog.starts_with(s.slot_name, $1)",
+					&a, SPI_OK_SELECT);
+	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+}
+
+/*
+ * Lock (skipping those locked by a run) the change flows on slot from that
+ * should be served by the other slot: to the laggard slot (to_laggard)
+ * those that are paused, failing, in slow (flow ids), or more than max_lag
+ * bytes of WAL behind the newest progress on their slot; back to the main
+ * slot those ready to apply, not in slow, whose progress is at or after
+ * confirmed.  Sets
+ * *oldest to the oldest progress among them.  Without lock, only reads
+ * (and writes nothing).
+ */
+List *
+catalog_lock_movers(const char *from, bool to_laggard, int64 max_lag, List *slow,
+					XLogRecPtr confirmed, bool lock, XLogRecPtr *oldest)
+{
+	CatArgs		a = {0};
+	List	   *result = NIL;
+	uint64		i;
+
+	arg_text(&a, from);
+	arg_add(&a, INT8OID, Int64GetDatum(max_lag), false);
+	arg_oids(&a, slow);
+	arg_lsn(&a, confirmed, false);
+	cat_exec(psprintf("SELECT s.name, s.progress FROM autocdc.flow_state s "
+					  "JOIN autocdc.flow f ON f.name OPERATOR(pg_catalog.=) s.name "
+					  "WHERE f.kind OPERATOR(pg_catalog.=) 'cdc' AND NOT f.once "
+					  "AND s.progress IS NOT NULL AND s.slot_name OPERATOR(pg_catalog.=) $1 AND %s %s",
+					  to_laggard ?
+					  "(f.paused OR s.retry_at IS NOT NULL OR s.last_error IS NOT NULL "
+					  " OR f.id::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($3) "
+					  " OR pg_catalog.pg_wal_lsn_diff((SELECT pg_catalog.max(o.progress) FROM autocdc.flow_state o "
+					  "  WHERE o.slot_name OPERATOR(pg_catalog.=) $1), s.progress) OPERATOR(pg_catalog.>) $2)"
+					  : "NOT f.paused AND s.retry_at IS NULL AND s.last_error IS NULL "
+					  "AND s.progress OPERATOR(pg_catalog.>=) $4 "
+					  "AND NOT f.id::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($3)",
+					  lock ? "FOR UPDATE OF s SKIP LOCKED" : ""),
+			 &a, SPI_OK_SELECT);
+	*oldest = InvalidXLogRecPtr;
+	for (i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		XLogRecPtr	p = DatumGetLSN(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
+
+		result = lappend(result, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
+		if (i == 0 || p < *oldest)
+			*oldest = p;
+	}
+	return result;
+}
+
+/*
+ * Lock every flow whose progress belongs to slot; false (nothing locked
+ * for sure) if a run holds one of them.
+ */
+bool
+catalog_lock_slot_flows(const char *slot)
+{
+	CatArgs		a = {0};
+	uint64		locked;
+	bool		isnull;
+
+	arg_text(&a, slot);
+	cat_exec("SELECT s.name FROM autocdc.flow_state s WHERE s.slot_name OPERATOR(pg_catalog.=) $1 "
+			 "FOR UPDATE OF s SKIP LOCKED", &a, SPI_OK_SELECT);
+	locked = SPI_processed;
+	cat_exec("SELECT pg_catalog.count(*) FROM autocdc.flow_state s WHERE s.slot_name OPERATOR(pg_catalog.=) $1",
+			 &a, SPI_OK_SELECT);
+	return DatumGetInt64(result_value(1, &isnull)) == (int64) locked;
+}
+
+/* Does any flow's progress belong to slot? */
+bool
+catalog_slot_has_flows(const char *slot)
+{
+	CatArgs		a = {0};
+
+	arg_text(&a, slot);
+	return cat_exec("SELECT FROM autocdc.flow_state s WHERE s.slot_name OPERATOR(pg_catalog.=) $1 LIMIT 1",
+					&a, SPI_OK_SELECT) > 0;
+}
+
+/* Record that the progress of flows (names; locked) belongs to slot to. */
+void
+catalog_move_flows(List *names, const char *to)
+{
+	CatArgs		a = {0};
+	ListCell   *lc;
+
+	arg_text(&a, to);
+	foreach(lc, names)
+	{
+		a.n = 1;
+		arg_text(&a, lfirst(lc));
+		cat_exec("UPDATE autocdc.flow_state SET slot_name = $1 WHERE name OPERATOR(pg_catalog.=) $2",
+				 &a, SPI_OK_UPDATE);
+	}
+}
+
+/* Move every flow on slot from to slot to (all locked). */
+void
+catalog_move_slot_flows(const char *from, const char *to)
+{
+	CatArgs		a = {0};
+
+	arg_text(&a, from);
+	arg_text(&a, to);
+	cat_exec("UPDATE autocdc.flow_state SET slot_name = $2 WHERE slot_name OPERATOR(pg_catalog.=) $1",
+			 &a, SPI_OK_UPDATE);
+}
+
+/* Mark a flow that sat out a pass because a relation of it was locked. */
+void
+catalog_mark_waiting(const char *name, bool waiting)
+{
+	CatArgs		a = {0};
+
+	arg_text(&a, name);
+	arg_bool(&a, waiting);
+	cat_exec("UPDATE autocdc.flow_state SET waiting_since = "
+			 "CASE WHEN $2 THEN coalesce(waiting_since, pg_catalog.now()) END "
+			 "WHERE name OPERATOR(pg_catalog.=) $1 AND (waiting_since IS NULL) OPERATOR(pg_catalog.=) $2",
+			 &a, SPI_OK_UPDATE);
 }
 
 /* A snapshot flow's next run (flow_state s), every autocdc.snapshot_interval. */
@@ -908,8 +1103,8 @@ catalog_prune_run_log(int minutes)
 }
 
 /*
- * The oldest committed progress of the change flows on a slot; false if
- * there is none.
+ * The oldest progress of the change flows on a slot, as committed now (and
+ * written by this transaction); false if there is none.
  */
 bool
 catalog_oldest_progress(const char *slot, XLogRecPtr *lsn)
@@ -919,10 +1114,10 @@ catalog_oldest_progress(const char *slot, XLogRecPtr *lsn)
 	Datum		d;
 
 	arg_text(&a, slot);
-	cat_exec("SELECT pg_catalog.min(s.progress) FROM autocdc.flow_state s "
-			 "JOIN autocdc.flow f ON f.name OPERATOR(pg_catalog.=) s.name "
-			 "WHERE NOT f.once AND s.slot_name OPERATOR(pg_catalog.=) $1",
-			 &a, SPI_OK_SELECT);
+	cat_exec_latest("SELECT pg_catalog.min(s.progress) FROM autocdc.flow_state s "
+					"JOIN autocdc.flow f ON f.name OPERATOR(pg_catalog.=) s.name "
+					"WHERE NOT f.once AND s.slot_name OPERATOR(pg_catalog.=) $1",
+					&a, SPI_OK_SELECT);
 	d = result_value(1, &isnull);
 	if (isnull)
 		return false;

@@ -125,7 +125,16 @@ extern bool catalog_lock_target(int target_id, bool skip_locked);
 
 /* what the worker asks */
 extern bool catalog_has_change_flows(bool continuous_only);
-extern List *catalog_due_change_flows(void);
+extern List *catalog_due_change_flows(const char *laggard_slot, bool laggard_lane);
+extern char *catalog_slot_in_use(const char *prefix);
+extern List *catalog_flow_relations(void);
+extern List *catalog_lock_movers(const char *from, bool to_laggard, int64 max_lag, List *slow,
+								 XLogRecPtr confirmed, bool lock, XLogRecPtr *oldest);
+extern bool catalog_lock_slot_flows(const char *slot);
+extern bool catalog_slot_has_flows(const char *slot);
+extern void catalog_move_flows(List *names, const char *to);
+extern void catalog_move_slot_flows(const char *from, const char *to);
+extern void catalog_mark_waiting(const char *name, bool waiting);
 extern List *catalog_due_snapshot_flows(void);
 extern long catalog_next_due_ms(void);
 extern void catalog_lock_flows(void);

@@ -7,14 +7,31 @@
  *		failing flow is rolled back and recorded alone; snapshot flows run
  *		one by one the same way.
  *
+ * In the main lane a pass is time-sliced, so that one flow never stalls the
+ * others: preparing a flow takes the locks on its source, target and hidden
+ * state without waiting (a flow whose relation is locked sits out the pass,
+ * marked waiting), and each flow is applied with a lock_timeout of one
+ * autocdc.flow_time_slice and a timer that, once the slice is over and
+ * other work is due (more flows in the pass, or new commits), cancels the
+ * apply.  Such a flow is rolled back without an error and noted as slow:
+ * the lanes (lanes.c) serve it from the laggard slot, where the laggard
+ * worker applies it without a time limit.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include "access/xact.h"
 #include "miscadmin.h"
+#include "storage/latch.h"
+#include "storage/lmgr.h"
 #include "utils/backend_status.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
+#include "utils/timeout.h"
 #include "utils/timestamp.h"
 
 #include "batch.h"
@@ -22,12 +39,18 @@
 #include "failures.h"
 #include "pass.h"
 #include "run.h"
+#include "settings.h"
 #include "snaprun.h"
 #include "source.h"
+#include "storage.h"
 #include "util.h"
 
 /* Progress of an idle flow is recorded at most this often (ms). */
 #define IDLE_PROGRESS_INTERVAL_MS 10000
+/* After its slice, how often the timer looks whether other work is due (ms). */
+#define SLICE_RECHECK_MS 50
+/* A flow found slow stays in the laggard lane at least this long (ms). */
+#define SLOW_HOLD_MS 30000
 
 /* One flow in a worker pass. */
 typedef struct PassFlow
@@ -40,15 +63,124 @@ typedef struct PassFlow
 	TupleDesc	bdesc;
 	TimestampTz started;
 	ResourceOwner owner;		/* of its batch's files */
+	bool		waiting;		/* a relation of it was locked: sits out */
+	XLogRecPtr	stored;			/* its progress as recorded before the pass */
 } PassFlow;
+
+/* A flow the main lane found slow, and since when. */
+typedef struct SlowFlow
+{
+	int32		id;
+	TimestampTz since;
+} SlowFlow;
+
+/* The time slice of the current apply (main lane). */
+static bool slice_armed = false;
+static bool slice_others_due = false;
+static volatile sig_atomic_t slice_expired = false;
+static TimeoutId slice_timeout = MAX_TIMEOUTS;
+
+/* flows found slow by this worker (in TopMemoryContext) */
+static List *slow_flows = NIL;
+
+/*
+ * The slice timer: once the slice is over, cancel the apply if other work
+ * is due (other flows of the pass, or a commit since the pass began, which
+ * set the latch); otherwise look again shortly.
+ */
+static void
+slice_timeout_handler(void)
+{
+	if (!slice_armed)
+		return;
+	if (slice_others_due || MyLatch->is_set)
+	{
+		slice_expired = true;
+		slice_armed = false;
+		kill(MyProcPid, SIGINT);
+	}
+}
+
+/* Start the slice of one apply (others_due: more flows follow in the pass). */
+static void
+slice_start(bool others_due)
+{
+	if (slice_timeout == MAX_TIMEOUTS)
+		slice_timeout = RegisterTimeout(USER_TIMEOUT, slice_timeout_handler);
+	slice_expired = false;
+	slice_others_due = others_due;
+	slice_armed = true;
+	enable_timeout_every(slice_timeout,
+						 TimestampTzPlusMilliseconds(GetCurrentTimestamp(), autocdc_flow_time_slice),
+						 SLICE_RECHECK_MS);
+}
+
+/*
+ * End the slice; true if it expired.  A cancel the timer sent but that was
+ * not processed yet is withdrawn.
+ */
+static bool
+slice_stop(void)
+{
+	slice_armed = false;
+	if (slice_timeout != MAX_TIMEOUTS)
+		disable_timeout(slice_timeout, false);
+	if (slice_expired)
+		QueryCancelPending = false;
+	return slice_expired;
+}
+
+/* Note a flow as slow (it then waits in the laggard lane for a while). */
+static void
+note_slow(int32 id)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+	SlowFlow   *sf = palloc(sizeof(SlowFlow));
+
+	sf->id = id;
+	sf->since = GetCurrentTimestamp();
+	slow_flows = lappend(slow_flows, sf);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * The ids of the flows found slow lately (an oid list, for the lanes);
+ * forgets those found slow longer ago than the hold.
+ */
+List *
+pass_slow_flows(void)
+{
+	List	   *result = NIL;
+	ListCell   *lc;
+	TimestampTz now = GetCurrentTimestamp();
+
+	foreach(lc, slow_flows)
+	{
+		SlowFlow   *sf = lfirst(lc);
+
+		if (TimestampDifferenceExceeds(sf->since, now, SLOW_HOLD_MS))
+		{
+			slow_flows = foreach_delete_current(slow_flows, lc);
+			pfree(sf);
+		}
+		else
+			result = lappend_oid(result, (Oid) sf->id);
+	}
+	return result;
+}
 
 /*
  * Run fn on a flow of the pass in a subtransaction.  If it fails, only its
  * work is rolled back; the error is written down for the flow (with the
- * back-off of its next retry) and false returned.
+ * back-off of its next retry) and false returned.  With sliced, fn runs
+ * with a lock_timeout of one slice and, unless prepare, under the slice
+ * timer (others_due: more flows follow); a lock timeout or an expired slice
+ * rolls fn back without an error: a prepared flow is then waiting, an
+ * applied one slow.
  */
 static bool
-run_guarded(PassFlow *pf, void (*fn) (PassFlow *pf))
+run_guarded(PassFlow *pf, void (*fn) (PassFlow *pf), bool sliced, bool prepare,
+			bool others_due)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
@@ -58,9 +190,19 @@ run_guarded(PassFlow *pf, void (*fn) (PassFlow *pf))
 	MemoryContextSwitchTo(cxt);
 	PG_TRY();
 	{
+		int			level = NewGUCNestLevel();
+
+		if (sliced)
+			(void) set_config_option("lock_timeout", psprintf("%d", autocdc_flow_time_slice),
+									 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 		run_set_applying(pf->name);
+		if (sliced && !prepare)
+			slice_start(others_due);
 		fn(pf);
+		if (sliced && !prepare)
+			(void) slice_stop();
 		run_set_applying(NULL);
+		AtEOXact_GUC(true, level);
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = owner;
@@ -70,6 +212,7 @@ run_guarded(PassFlow *pf, void (*fn) (PassFlow *pf))
 		ErrorData  *edata;
 		Oid			saved_uid;
 		int			saved_sec;
+		bool		expired = sliced && !prepare && slice_stop();
 
 		MemoryContextSwitchTo(cxt);
 		edata = CopyErrorData();
@@ -79,6 +222,21 @@ run_guarded(PassFlow *pf, void (*fn) (PassFlow *pf))
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = owner;
 		batch_clear();
+		if (sliced && (expired || edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE))
+		{
+			/* no error: the flow waits for its locks, or is applied apart */
+			if (prepare)
+				pf->waiting = true;
+			else if (pf->flow)
+			{
+				ereport(DEBUG1,
+						(errmsg("autocdc: flow \"%s\" took longer than autocdc.flow_time_slice; the laggard worker applies it",
+								pf->name)));
+				note_slow(pf->flow->id);
+			}
+			FreeErrorData(edata);
+			return false;
+		}
 		ereport(WARNING,
 				(errcode(edata->sqlerrcode),
 				 errmsg("autocdc: flow \"%s\" failed: %s", pf->name, edata->message)));
@@ -94,9 +252,25 @@ run_guarded(PassFlow *pf, void (*fn) (PassFlow *pf))
 }
 
 /*
+ * Lock the relations a flow reads and writes without waiting; false if one
+ * of them is locked by someone else (or a lock request waits before ours).
+ */
+static bool
+lock_flow_relations(FlowDef *flow)
+{
+	Oid			rels[3] = {flow->source, flow->target, storage_state_relid(flow->target_id)};
+	int			i;
+
+	for (i = 0; i < 3; i++)
+		if (OidIsValid(rels[i]) && !ConditionalLockRelationOid(rels[i], AccessShareLock))
+			return false;
+	return true;
+}
+
+/*
  * Load and prepare a flow of the pass.  A 'once' flow is applied whole
- * here; a change flow whose target another writer holds waits for the next
- * pass.
+ * here; a change flow whose target another writer holds, or whose source,
+ * target or hidden state someone has locked, waits for the next pass.
  */
 static void
 pass_prepare(PassFlow *pf)
@@ -107,7 +281,13 @@ pass_prepare(PassFlow *pf)
 	pf->flow = catalog_load_flow(pf->name, true, true);
 	if (pf->flow == NULL)
 		return;
+	if (!lock_flow_relations(pf->flow))
+	{
+		pf->waiting = true;
+		return;
+	}
 	pf->started = GetCurrentTimestamp();
+	pf->stored = pf->flow->progress;
 	if (pf->flow->once)
 	{
 		if (!pf->flow->once_done)
@@ -133,8 +313,9 @@ pass_prepare(PassFlow *pf)
 
 /*
  * Apply what the pass captured for a flow.  An idle flow records its
- * progress (which lets the slot advance) only now and then, and logs no
- * run.
+ * progress (which lets the slot advance) only now and then — or when the
+ * recorded progress falls half of autocdc.max_lag behind, lest it look like
+ * a laggard — and logs no run.
  */
 static void
 pass_apply(PassFlow *pf)
@@ -145,7 +326,8 @@ pass_apply(PassFlow *pf)
 	source_raise_capture_error(&pf->capture);
 	if (idle && pf->flow->last_run_at != 0 &&
 		!TimestampDifferenceExceeds(pf->flow->last_run_at, GetCurrentTimestamp(),
-									IDLE_PROGRESS_INTERVAL_MS))
+									IDLE_PROGRESS_INTERVAL_MS) &&
+		pf->flow->progress - pf->stored < (XLogRecPtr) autocdc_max_lag * 1024 / 2)
 		return;
 	pgstat_report_activity(STATE_RUNNING, psprintf("autocdc: applying flow %s", pf->name));
 	run_hold_relations(pf->flow, pf->flow->source);
@@ -154,43 +336,53 @@ pass_apply(PassFlow *pf)
 }
 
 /*
- * One pass of the background worker over the continuous flows it selected
- * and locked (names, in the worker's transaction): each flow is prepared,
- * one decoding pass captures them all, and each is applied; a failing flow
- * is rolled back alone.  Stops decoding at a transaction boundary past
- * max_events (0: no limit); returns true if WAL was left to decode.
+ * One pass of a background worker over the continuous flows it selected
+ * and locked (names, in the worker's transaction), all on slot: each flow
+ * is prepared, one decoding pass captures them all, and each is applied; a
+ * failing flow is rolled back alone.  Stops decoding at a transaction
+ * boundary past max_events or max_wal bytes (0: no limit); returns true if
+ * WAL was left to decode.  sliced: the main lane's time slices.
  */
 bool
-pass_change_flows(List *names, int64 max_events)
+pass_change_flows(List *names, const char *slot, int64 max_events, int64 max_wal,
+				  bool sliced)
 {
 	List	   *flows = NIL;
 	List	   *captures = NIL;
 	ListCell   *lc;
 	bool		more = false;
+	int			left;
 
 	foreach(lc, names)
 	{
 		PassFlow   *pf = palloc0(sizeof(PassFlow));
 
 		pf->name = lfirst(lc);
-		if (run_guarded(pf, pass_prepare) && pf->ready)
+		if (run_guarded(pf, pass_prepare, sliced, true, false) && pf->ready)
 		{
 			flows = lappend(flows, pf);
 			captures = lappend(captures, &pf->capture);
 		}
+		if (pf->flow != NULL)
+			catalog_mark_waiting(pf->name, pf->waiting);
 	}
 	if (captures == NIL)
 		return false;
 
 	pgstat_report_activity(STATE_RUNNING, "autocdc: decoding");
-	source_capture_flows(captures, max_events, false, &more);
+	source_capture_flows(captures, slot, max_events, max_wal, sliced ? autocdc_batch_size : 0,
+						 false, &more);
 
+	left = list_length(flows);
 	foreach(lc, flows)
 	{
 		PassFlow   *pf = lfirst(lc);
 
-		if (!pf->capture.resync)
-			(void) run_guarded(pf, pass_apply);
+		left--;
+		if (pf->capture.deferred)
+			note_slow(pf->flow->id);	/* too big for a slice */
+		else if (!pf->capture.resync)
+			(void) run_guarded(pf, pass_apply, sliced, false, left > 0 || more);
 		run_batch_owner_release(pf->owner);
 		pf->owner = NULL;
 	}
@@ -222,6 +414,6 @@ pass_snapshot_flows(List *names)
 		PassFlow   *pf = palloc0(sizeof(PassFlow));
 
 		pf->name = lfirst(lc);
-		(void) run_guarded(pf, pass_snapshot);
+		(void) run_guarded(pf, pass_snapshot, false, false, false);
 	}
 }

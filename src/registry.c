@@ -5,13 +5,15 @@
  *		what every backend does with it: wake its database's worker at
  *		commit, and keep workers away while it runs database-level DDL.
  *
- * One entry per database: the worker's pid and latch, whether the
- * extension was found missing there (then no worker is started until
- * CREATE EXTENSION asks for one), and whether a backend running DROP/ALTER/
- * CREATE DATABASE asked workers to keep away until its transaction ends.  A
- * worker claims its entry when it starts and leaves it when it exits, so a
- * restarted launcher never starts a second worker for a database, and a
- * worker that finds its database's entry taken exits.
+ * One entry per database with a place for each of its two workers (lanes):
+ * the main worker, and the laggard worker that serves the flows of the
+ * laggard slot (started only while such flows exist): pid and latch of
+ * each, whether the extension was found missing there (then no worker is
+ * started until CREATE EXTENSION asks for one), and whether a backend
+ * running DROP/ALTER/CREATE DATABASE asked workers to keep away until its
+ * transaction ends.  A worker claims its place when it starts and leaves it
+ * when it exits, so a restarted launcher never starts a second worker for a
+ * lane, and a worker that finds its place taken exits.
  *
  *-------------------------------------------------------------------------
  */
@@ -38,15 +40,22 @@
 /* A registered worker that has not started after this long is given up (ms). */
 #define START_TIMEOUT_MS 30000
 
-/* One database in the registry. */
-typedef struct DbEntry
+/* One worker place of a database. */
+typedef struct LaneEntry
 {
-	Oid			dboid;			/* InvalidOid: free */
 	pid_t		pid;			/* its worker, 0: none */
 	Latch	   *latch;			/* the worker's latch */
 	bool		starting;		/* registered by the launcher, not started yet */
 	TimestampTz start_requested;
 	TimestampTz exited_at;		/* when its last worker exited */
+} LaneEntry;
+
+/* One database in the registry. */
+typedef struct DbEntry
+{
+	Oid			dboid;			/* InvalidOid: free */
+	LaneEntry	lanes[REGISTRY_LANES];
+	bool		laggards;		/* the laggard lane has flows: keep a worker there */
 	bool		absent;			/* no autocdc there: start no worker until asked */
 	pid_t		blocker;		/* a backend running database DDL, 0: none */
 } DbEntry;
@@ -61,6 +70,7 @@ typedef struct WorkerShared
 
 static WorkerShared *wshared = NULL;
 static bool am_worker = false;
+static int	my_lane = 0;
 
 /* commit wake-up and DDL step-aside state of any backend */
 static bool xact_wrote = false;
@@ -161,10 +171,15 @@ registry_xact_callback(XactEvent event, void *arg)
 
 			if (e->dboid == MyDatabaseId)
 			{
-				Latch	   *latch = e->latch;
+				int			l;
 
-				if (latch)
-					SetLatch(latch);
+				for (l = 0; l < REGISTRY_LANES; l++)
+				{
+					Latch	   *latch = e->lanes[l].latch;
+
+					if (latch)
+						SetLatch(latch);
+				}
 				break;
 			}
 		}
@@ -209,8 +224,9 @@ step_aside(const char *dbname)
 {
 	Oid			dboid = get_database_oid(dbname, true);
 	DbEntry    *e;
-	pid_t		pid = 0;
+	pid_t		pids[REGISTRY_LANES] = {0};
 	int			waited;
+	int			l;
 
 	if (!OidIsValid(dboid) || wshared == NULL)
 		return;
@@ -219,26 +235,36 @@ step_aside(const char *dbname)
 	if (e)
 	{
 		e->blocker = MyProcPid;
-		pid = e->pid;
+		for (l = 0; l < REGISTRY_LANES; l++)
+			pids[l] = e->lanes[l].pid;
 	}
 	LWLockRelease(wshared->lock);
 	if (e == NULL)
 		return;
 	xact_blocks = true;
-	if (pid != 0)
-		(void) kill(pid, SIGTERM);
+	for (l = 0; l < REGISTRY_LANES; l++)
+		if (pids[l] != 0)
+			(void) kill(pids[l], SIGTERM);
 
 	/* the command itself waits up to 5 s for other sessions; do the same */
 	for (waited = 0; waited < 5000; waited += 10)
 	{
-		bool		gone;
+		bool		gone = true;
 
 		LWLockAcquire(wshared->lock, LW_SHARED);
-		gone = e->dboid != dboid || (e->pid == 0 && !e->starting);
-		if (!gone && e->pid != 0 && e->pid != pid)
+		for (l = 0; l < REGISTRY_LANES; l++)
 		{
-			pid = e->pid;
-			(void) kill(pid, SIGTERM);
+			LaneEntry  *le = &e->lanes[l];
+
+			if (e->dboid != dboid)
+				break;
+			if (le->pid != 0 || le->starting)
+				gone = false;
+			if (le->pid != 0 && le->pid != pids[l])
+			{
+				pids[l] = le->pid;
+				(void) kill(pids[l], SIGTERM);
+			}
 		}
 		LWLockRelease(wshared->lock);
 		if (gone)
@@ -314,20 +340,25 @@ registry_worker_detach(int code, Datum arg)
 
 	LWLockAcquire(wshared->lock, LW_EXCLUSIVE);
 	e = registry_entry(dboid, false);
-	if (e && e->pid == MyProcPid)
+	if (e && e->lanes[my_lane].pid == MyProcPid)
 	{
-		e->pid = 0;
-		e->latch = NULL;
-		e->starting = false;
-		e->exited_at = GetCurrentTimestamp();
+		LaneEntry  *le = &e->lanes[my_lane];
+
+		le->pid = 0;
+		le->latch = NULL;
+		le->starting = false;
+		le->exited_at = GetCurrentTimestamp();
 	}
 	LWLockRelease(wshared->lock);
 	wake_launcher();
 }
 
-/* Claim the database's entry; false if another worker has it or DDL blocks it. */
+/*
+ * Claim the database's place of a lane; false if another worker has it or
+ * DDL blocks it.
+ */
 bool
-registry_claim(Oid dboid)
+registry_claim(Oid dboid, int lane)
 {
 	DbEntry    *e;
 	bool		ok = false;
@@ -336,16 +367,18 @@ registry_claim(Oid dboid)
 	e = registry_entry(dboid, true);
 	if (e)
 	{
-		e->starting = false;
-		if (e->pid == 0 && !blocker_alive(e->blocker))
+		LaneEntry  *le = &e->lanes[lane];
+
+		le->starting = false;
+		if (le->pid == 0 && !blocker_alive(e->blocker))
 		{
-			e->pid = MyProcPid;
-			e->latch = MyLatch;
+			le->pid = MyProcPid;
+			le->latch = MyLatch;
 			e->absent = false;
 			ok = true;
 		}
-		else if (e->pid == 0)
-			e->exited_at = GetCurrentTimestamp();
+		else if (le->pid == 0)
+			le->exited_at = GetCurrentTimestamp();
 	}
 	LWLockRelease(wshared->lock);
 	return ok;
@@ -365,12 +398,55 @@ registry_blocked(void)
 	return blocked;
 }
 
-/* This process is its database's worker (its own commits wake nobody). */
+/*
+ * This process is its database's worker of a lane (its own commits wake
+ * nobody).
+ */
 void
-registry_worker_started(Oid dboid)
+registry_worker_started(Oid dboid, int lane)
 {
 	am_worker = true;
+	my_lane = lane;
 	on_shmem_exit(registry_worker_detach, ObjectIdGetDatum(dboid));
+}
+
+/*
+ * Whether this database's laggard lane needs a worker (said by the main
+ * worker, which sees the flows on the laggard slot); wakes the launcher
+ * when that changes to true.
+ */
+void
+registry_want_laggard_worker(bool want)
+{
+	DbEntry    *e;
+	bool		changed = false;
+
+	LWLockAcquire(wshared->lock, LW_EXCLUSIVE);
+	e = registry_entry(MyDatabaseId, false);
+	if (e && e->laggards != want)
+	{
+		e->laggards = want;
+		changed = want;
+	}
+	LWLockRelease(wshared->lock);
+	if (changed)
+		wake_launcher();
+}
+
+/* Wake the other worker of this database, if it runs. */
+void
+registry_wake_other_lane(void)
+{
+	DbEntry    *e;
+	Latch	   *latch = NULL;
+
+	LWLockAcquire(wshared->lock, LW_SHARED);
+	e = registry_entry(MyDatabaseId, false);
+	if (e)
+		latch = e->lanes[1 - my_lane].latch;
+	LWLockRelease(wshared->lock);
+	if (latch)
+		SetLatch(latch);
 }
 
 /* Start no worker here until CREATE EXTENSION asks for one. */
@@ -400,8 +476,9 @@ registry_launcher_started(void)
 /*
  * One look of the launcher at the registry, given the databases that exist
  * and allow connections: forget dropped ones, give up starts that never
- * came, and return the databases that need a worker now.  *running: how
- * many workers run or start; *pending: a restart waits for its delay.
+ * came, and return the worker places (RegistryStart) that need a worker
+ * now.  *running: how many workers run or start; *pending: a restart waits
+ * for its delay.
  */
 List *
 registry_due(List *dbs, TimestampTz now, int *running, bool *pending)
@@ -409,6 +486,7 @@ registry_due(List *dbs, TimestampTz now, int *running, bool *pending)
 	List	   *to_start = NIL;
 	ListCell   *lc;
 	int			i;
+	int			l;
 
 	*running = 0;
 	*pending = false;
@@ -416,20 +494,29 @@ registry_due(List *dbs, TimestampTz now, int *running, bool *pending)
 	for (i = 0; i < AUTOCDC_MAX_DATABASES; i++)
 	{
 		DbEntry    *e = &wshared->dbs[i];
+		bool		busy = false;
 
 		if (e->dboid == InvalidOid)
 			continue;
-		if (e->starting && e->pid == 0 &&
-			TimestampDifferenceExceeds(e->start_requested, now, START_TIMEOUT_MS))
+		for (l = 0; l < REGISTRY_LANES; l++)
 		{
-			e->starting = false;
-			e->exited_at = now;
+			LaneEntry  *le = &e->lanes[l];
+
+			if (le->starting && le->pid == 0 &&
+				TimestampDifferenceExceeds(le->start_requested, now, START_TIMEOUT_MS))
+			{
+				le->starting = false;
+				le->exited_at = now;
+			}
+			if (le->pid != 0 || le->starting)
+			{
+				(*running)++;
+				busy = true;
+			}
 		}
 		if (e->blocker != 0 && !blocker_alive(e->blocker))
 			e->blocker = 0;
-		if (e->pid != 0 || e->starting)
-			(*running)++;
-		else if (!list_member_oid(dbs, e->dboid) && e->blocker == 0)
+		if (!busy && !list_member_oid(dbs, e->dboid) && e->blocker == 0)
 			e->dboid = InvalidOid;	/* dropped, or no longer served */
 	}
 	foreach(lc, dbs)
@@ -437,23 +524,34 @@ registry_due(List *dbs, TimestampTz now, int *running, bool *pending)
 		Oid			dboid = lfirst_oid(lc);
 		DbEntry    *e = registry_entry(dboid, true);
 
-		if (e == NULL || e->pid != 0 || e->starting || e->absent || e->blocker != 0)
+		if (e == NULL || e->absent || e->blocker != 0)
 			continue;
-		if (e->exited_at != 0 &&
-			!TimestampDifferenceExceeds(e->exited_at, now, REGISTRY_RESTART_DELAY_MS))
+		for (l = 0; l < REGISTRY_LANES; l++)
 		{
-			*pending = true;
-			continue;
+			LaneEntry  *le = &e->lanes[l];
+			RegistryStart *rs;
+
+			if (le->pid != 0 || le->starting || (l > 0 && !e->laggards))
+				continue;
+			if (le->exited_at != 0 &&
+				!TimestampDifferenceExceeds(le->exited_at, now, REGISTRY_RESTART_DELAY_MS))
+			{
+				*pending = true;
+				continue;
+			}
+			rs = palloc(sizeof(RegistryStart));
+			rs->dboid = dboid;
+			rs->lane = l;
+			to_start = lappend(to_start, rs);
 		}
-		to_start = lappend_oid(to_start, dboid);
 	}
 	LWLockRelease(wshared->lock);
 	return to_start;
 }
 
-/* The launcher registered a worker for a database. */
+/* The launcher registered a worker for a database's lane. */
 void
-registry_starting(Oid dboid, TimestampTz now)
+registry_starting(Oid dboid, int lane, TimestampTz now)
 {
 	DbEntry    *e;
 
@@ -461,8 +559,8 @@ registry_starting(Oid dboid, TimestampTz now)
 	e = registry_entry(dboid, false);
 	if (e)
 	{
-		e->starting = true;
-		e->start_requested = now;
+		e->lanes[lane].starting = true;
+		e->lanes[lane].start_requested = now;
 	}
 	LWLockRelease(wshared->lock);
 }

@@ -16,17 +16,31 @@
 /* A dead worker's database gets a new one after this long (ms). */
 #define REGISTRY_RESTART_DELAY_MS 1000
 
+/* Worker places per database: the main lane (0) and the laggard lane (1). */
+#define REGISTRY_LANES 2
+#define REGISTRY_MAIN_LANE 0
+#define REGISTRY_LAGGARD_LANE 1
+
+/* A worker the launcher should start. */
+typedef struct RegistryStart
+{
+	Oid			dboid;
+	int			lane;
+} RegistryStart;
+
 extern Size registry_shmem_size(void);
 extern void registry_shmem_init(LWLock *lock);
 extern void registry_init(void);
 extern void registry_want_worker(void);
 extern void registry_before_utility(Node *stmt);
-extern bool registry_claim(Oid dboid);
-extern void registry_worker_started(Oid dboid);
+extern bool registry_claim(Oid dboid, int lane);
+extern void registry_worker_started(Oid dboid, int lane);
+extern void registry_want_laggard_worker(bool want);
+extern void registry_wake_other_lane(void);
 extern bool registry_blocked(void);
 extern void registry_mark_absent(void);
 extern void registry_launcher_started(void);
 extern List *registry_due(List *dbs, TimestampTz now, int *running, bool *pending);
-extern void registry_starting(Oid dboid, TimestampTz now);
+extern void registry_starting(Oid dboid, int lane, TimestampTz now);
 
 #endif							/* AUTOCDC_REGISTRY_H */

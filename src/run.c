@@ -35,6 +35,7 @@
 #include "failures.h"
 #include "layout.h"
 #include "run.h"
+#include "slots.h"
 #include "source.h"
 #include "storage.h"
 #include "util.h"
@@ -281,7 +282,7 @@ run_prologue(FlowDef *flow)
 	int			saved_sec;
 
 	if (!flow->once && flow->kind != FLOW_SNAPSHOT)
-		source_ensure_slot();
+		slots_ensure_main();
 	become_superuser(&saved_uid, &saved_sec);
 	failures_persist();
 	restore_user(saved_uid, saved_sec);
@@ -301,7 +302,7 @@ run_refresh(FlowDef *flow, RunMetrics *m)
 	Oid			saved_uid;
 	int			saved_sec;
 
-	source_ensure_slot();		/* other flows into the target may need it */
+	slots_ensure_main();		/* other flows into the target may need it */
 	foreach(lc, catalog_target_flows(flow->target_id))
 	{
 		FlowDef    *f = catalog_load_flow(lfirst(lc), true, false);

@@ -22,6 +22,10 @@ int			autocdc_batch_size = 100000;	/* events per decoding pass */
 int			autocdc_max_workers = 8;
 int			autocdc_snapshot_interval = 60; /* s */
 int			autocdc_run_log_retention = 7 * 24 * 60;	/* min, -1: forever */
+int			autocdc_flow_time_slice = 1000; /* ms */
+int			autocdc_max_lag = 64 * 1024;	/* kB of WAL */
+int			autocdc_max_pass_wal = 256 * 1024;	/* kB of WAL */
+int			autocdc_test_pause_after_copy = 0;	/* ms */
 
 /* Define the parameters and reserve their prefix. */
 void
@@ -64,5 +68,24 @@ settings_define(void)
 							"How long workers keep rows of autocdc.flow_runs; -1 keeps them forever.",
 							NULL, &autocdc_run_log_retention, 7 * 24 * 60, -1, INT_MAX,
 							PGC_SIGHUP, GUC_UNIT_MIN, NULL, NULL, NULL);
+	DefineCustomIntVariable("autocdc.flow_time_slice",
+							"Longest time the main worker applies one flow while other flows are due.",
+							"A flow that takes longer is rolled back, without error, and applied by the laggard worker without a time limit.",
+							&autocdc_flow_time_slice, 1000, 10, 3600 * 1000,
+							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("autocdc.max_lag",
+							"How far behind the newest flow a flow may fall before it is served from the laggard slot.",
+							"Paused and failing flows are served from the laggard slot too, so that they pin no WAL of the main slot.",
+							&autocdc_max_lag, 64 * 1024, 1024, MAX_KILOBYTES,
+							PGC_SIGHUP, GUC_UNIT_KB, NULL, NULL, NULL);
+	DefineCustomIntVariable("autocdc.max_pass_wal",
+							"WAL the laggard worker decodes in one pass before applying it.",
+							"Passes end at the first record past this much WAL; 0 means no limit.",
+							&autocdc_max_pass_wal, 256 * 1024, 0, MAX_KILOBYTES,
+							PGC_SIGHUP, GUC_UNIT_KB, NULL, NULL, NULL);
+	DefineCustomIntVariable("autocdc.test_pause_after_copy",
+							"For tests: how long the main worker pauses between copying a slot and committing the moves.",
+							NULL, &autocdc_test_pause_after_copy, 0, 0, 3600 * 1000,
+							PGC_SIGHUP, GUC_UNIT_MS | GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("autocdc");
 }

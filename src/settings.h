@@ -16,6 +16,10 @@ extern int	autocdc_batch_size;
 extern int	autocdc_max_workers;
 extern int	autocdc_snapshot_interval;
 extern int	autocdc_run_log_retention;
+extern int	autocdc_flow_time_slice;
+extern int	autocdc_max_lag;
+extern int	autocdc_max_pass_wal;
+extern int	autocdc_test_pause_after_copy;
 
 /* the most databases the worker registry serves */
 #define AUTOCDC_MAX_DATABASES 1024

@@ -1,10 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * source.c
- *		Feed capture: the database's replication slot, first reads under a
- *		snapshot, and logical decoding of committed feed inserts.
+ *		Feed capture: first reads under a snapshot, and logical decoding of
+ *		committed feed inserts from one of the database's slots (slots.c).
  *
- * One logical slot per database serves every flow.  Its plugin is pgoutput
+ * A pass decodes one slot (the main slot, or the laggard slot).  Its plugin is pgoutput
  * (which every server lets decode), but its transaction and change
  * callbacks are replaced by ours, which take the inserts into the flows'
  * feeds straight from the decoded tuples.  A flow's progress is an LSN kept
@@ -14,8 +14,8 @@
  * inserts into its feed from transactions at or after its progress: one
  * flow for run_flow, every due flow for the background worker.  Before and
  * after decoding, the slot is confirmed up to the oldest committed progress
- * of all flows (once the commits recording it are flushed), so that it can
- * forget what every flow has applied.
+ * of its flows (once the commits recording it are flushed), so that it can
+ * forget what every flow on it has applied.
  *
  * A first read takes a snapshot S, reads the feed under it, and then keeps
  * from the decoded stream exactly the transactions S did not show (its own
@@ -31,7 +31,9 @@
 #include "postgres.h"
 
 #include "access/detoast.h"
+#include "access/heapam_xlog.h"
 #include "access/htup_details.h"
+#include "access/rmgr.h"
 #include "access/relation.h"
 #include "access/transam.h"
 #include "access/xact.h"
@@ -39,6 +41,7 @@
 #include "access/xlogutils.h"
 #include "catalog/namespace.h"
 #include "catalog/partition.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
@@ -74,11 +77,10 @@
 #include "expr.h"
 #include "layout.h"
 #include "settings.h"
+#include "slots.h"
 #include "source.h"
 #include "storage.h"
 #include "util.h"
-
-PG_FUNCTION_INFO_V1(autocdc_slot_info);
 
 /*
  * A decoded table (a feed, or a partition of one) and, per flow of the pass,
@@ -102,6 +104,7 @@ typedef struct FeedCapture
 	Relation	feed;
 	TupleDesc	feeddesc;
 	Snapshot	first;			/* first read: keep what this did not show */
+	bool		evicted;		/* too big for this pass: keeps nothing */
 	bool		keep;			/* keep the current transaction's inserts */
 	bool		skip;			/* current transaction is skipped */
 	int64		ord;
@@ -116,9 +119,29 @@ typedef struct DecodeState
 	bool		any_keep;		/* some flow keeps the current transaction */
 	int64		kept;			/* rows put into batches so far */
 	HTAB	   *rels;			/* DecodedRel by relid */
+	HTAB	   *nodes;			/* FilterNode by relfilenode, NULL: no filter */
+	bool		drop_unknown;	/* drop the changes of files not in nodes */
+	int64		evict_after;	/* a table's changes that evict its flows, 0: never */
 	MemoryContext cxt;			/* reset after each change */
 	MemoryContext relcxt;		/* the relation maps */
+	MemoryContext cxt_filter;	/* the filter */
 } DecodeState;
+
+/*
+ * What the pass does with the changes of one relation file, decided before
+ * decoding from the current catalog: the file of a table some flow of the
+ * pass reads (its changes are counted), or of one of autocdc's other
+ * tables, which no flow of the pass reads (its changes are not even
+ * buffered).
+ */
+typedef struct FilterNode
+{
+	RelFileNode node;			/* hash key */
+	Oid			relid;
+	bool		wanted;			/* read by flows of the pass */
+	bool		skip;			/* its changes are dropped before buffering */
+	int64		queued;			/* changes buffered in this pass */
+} FilterNode;
 
 /* How far the slot's restart point may lag before a pass logs a running-xacts record. */
 #define RESTART_LAG_BYTES (1024 * 1024)
@@ -126,169 +149,6 @@ typedef struct DecodeState
 /* Set when the relcache changed: the relation maps are rebuilt. */
 static bool decode_maps_stale = false;
 static bool decode_relcache_callback_registered = false;
-
-/*
- * Prefix of this database's slot names for the installed extension and the
- * database's current tablespace.  WAL written before ALTER DATABASE SET
- * TABLESPACE cannot be decoded after it (PostgreSQL maps the relation files
- * it names through the database's new tablespace), so a moved database
- * gets a new slot and its flows a resync, instead of a decoding error.
- */
-static char *
-slot_prefix(void)
-{
-	return psprintf("autocdc_%u_%u_", get_extension_oid("autocdc", false),
-					MyDatabaseTableSpace);
-}
-
-/*
- * The name of the database's current slot, or NULL.  Every slot gets a new
- * name when it is created, and flows remember the slot their progress
- * belongs to: progress recorded on another slot (dropped, lost, restored
- * cluster) cannot be served, and the flow needs a resync.
- */
-char *
-source_slot_name(void)
-{
-	char	   *prefix = slot_prefix();
-	char	   *result = NULL;
-	int			i;
-
-	LWLockAcquire(ReplicationSlotControlLock, LW_SHARED);
-	for (i = 0; i < max_replication_slots; i++)
-	{
-		ReplicationSlot *s = &ReplicationSlotCtl->replication_slots[i];
-
-		if (s->in_use && s->data.database == MyDatabaseId &&
-			strncmp(NameStr(s->data.name), prefix, strlen(prefix)) == 0)
-		{
-			bool		persistent;
-
-			/*
-			 * A slot still being created (by source_ensure_slot, under the
-			 * slot lock) is not there yet: its creator waits for the
-			 * transactions running at that moment, so a transaction that took
-			 * it for ready, got an xid and then waited to acquire it would
-			 * wait forever, unseen by the deadlock detector.
-			 */
-			SpinLockAcquire(&s->mutex);
-			persistent = s->data.persistency == RS_PERSISTENT;
-			SpinLockRelease(&s->mutex);
-			if (persistent)
-				result = pstrdup(NameStr(s->data.name));
-		}
-	}
-	LWLockRelease(ReplicationSlotControlLock);
-	return result;
-}
-
-/* Has a slot been invalidated (its WAL removed, max_slot_wal_keep_size)? */
-static bool
-slot_invalidated(const char *name)
-{
-	ReplicationSlot *s = SearchNamedReplicationSlot(name, true);
-	bool		result = false;
-
-	if (s != NULL)
-	{
-		SpinLockAcquire(&s->mutex);
-		result = XLogRecPtrIsInvalid(s->data.restart_lsn) &&
-			!XLogRecPtrIsInvalid(s->data.invalidated_at);
-		SpinLockRelease(&s->mutex);
-	}
-	return result;
-}
-
-/* Lock tag serializing slot creation in this database. */
-static void
-slot_lock_tag(LOCKTAG *tag)
-{
-	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, 0, 0, AUTOCDC_LOCK_SLOT);
-}
-
-/* Drop the inactive autocdc slots of this database other than keep. */
-static void
-drop_stale_slots(const char *keep)
-{
-	List	   *names = NIL;
-	ListCell   *lc;
-	int			i;
-
-	LWLockAcquire(ReplicationSlotControlLock, LW_SHARED);
-	for (i = 0; i < max_replication_slots; i++)
-	{
-		ReplicationSlot *s = &ReplicationSlotCtl->replication_slots[i];
-
-		if (s->in_use && s->data.database == MyDatabaseId && s->active_pid == 0 &&
-			strncmp(NameStr(s->data.name), "autocdc_", 8) == 0 &&
-			(keep == NULL || strcmp(NameStr(s->data.name), keep) != 0))
-			names = lappend(names, pstrdup(NameStr(s->data.name)));
-	}
-	LWLockRelease(ReplicationSlotControlLock);
-	foreach(lc, names)
-		ReplicationSlotDrop(lfirst(lc), true);
-}
-
-/*
- * Drop the database's autocdc slots (the worker does, once no flow needs
- * them); one in use stays for a later attempt.
- */
-void
-source_drop_slots(void)
-{
-	drop_stale_slots(NULL);
-}
-
-/*
- * Make sure the database's slot exists.  Creating it is only possible in a
- * transaction that has not written (PostgreSQL's rule), and waits for the
- * transactions running at that moment.
- */
-void
-source_ensure_slot(void)
-{
-	char	   *name = source_slot_name();
-	LOCKTAG		tag;
-
-	if (name != NULL && !slot_invalidated(name))
-		return;
-	if (TransactionIdIsValid(GetTopTransactionIdIfAny()))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the replication slot of autocdc %s",
-						name ? "was invalidated and must be created again" : "does not exist yet"),
-				 errhint("The run that creates it must not follow writes in the same transaction: run autocdc.run_flow() in a transaction of its own.")));
-	CheckLogicalDecodingRequirements();
-
-	slot_lock_tag(&tag);
-	(void) LockAcquire(&tag, ExclusiveLock, true, false);
-	PG_TRY();
-	{
-		name = source_slot_name();
-		if (name == NULL || slot_invalidated(name))
-		{
-			LogicalDecodingContext *ctx;
-
-			drop_stale_slots(NULL);
-			name = psprintf("%s%lx", slot_prefix(), (unsigned long) GetCurrentTimestamp());
-			compat_ReplicationSlotCreate(name, true, RS_EPHEMERAL, false);
-			ctx = CreateInitDecodingContext("pgoutput", NIL, false, InvalidXLogRecPtr,
-											XL_ROUTINE(.page_read = read_local_xlog_page,
-													   .segment_open = wal_segment_open,
-													   .segment_close = wal_segment_close),
-											NULL, NULL, NULL);
-			DecodingContextFindStartpoint(ctx);
-			FreeDecodingContext(ctx);
-			ReplicationSlotPersist();
-			ReplicationSlotRelease();
-		}
-	}
-	PG_FINALLY();
-	{
-		LockRelease(&tag, ExclusiveLock, true);
-	}
-	PG_END_TRY();
-}
 
 /*
  * A copy of the latest snapshot in which transactions that already
@@ -440,13 +300,176 @@ static const SourceKind feed_source = {
 static LogicalDecodeFilterByOriginCB plugin_filter_by_origin = NULL;
 
 /*
+ * Stop capturing the flows that read relid (or a table it is a partition
+ * of) in this pass: a transaction of theirs is too big to be decoded here
+ * (the main lane's pass is time-sliced); they are served apart.
+ */
+static void
+evict_flows(DecodeState *st, Oid relid)
+{
+	List	   *ancestors = get_partition_ancestors(relid);
+	ListCell   *lc;
+
+	foreach(lc, st->feeds)
+	{
+		FeedCapture *fc = lfirst(lc);
+		Oid			source = fc->c->flow->source;
+
+		if (source == relid || list_member_oid(ancestors, source))
+		{
+			fc->evicted = true;
+			fc->keep = false;
+			fc->c->deferred = true;
+		}
+	}
+	list_free(ancestors);
+}
+
+/*
+ * Whether the change record being decoded is to be dropped before it is
+ * buffered: it changes one of autocdc's tables that no flow of the pass
+ * reads, or one whose flows were evicted from the pass; counts the changes
+ * of the tables the pass reads, and evicts their flows past
+ * st->evict_after.
+ */
+static bool
+filter_change(DecodeState *st, XLogReaderState *r)
+{
+	uint8		rmid = XLogRecGetRmid(r);
+	RelFileNode rnode;
+	FilterNode *fn;
+
+	if ((rmid != RM_HEAP_ID && rmid != RM_HEAP2_ID) || !XLogRecHasBlockRef(r, 0))
+		return false;
+	XLogRecGetBlockTag(r, 0, &rnode, NULL, NULL);
+	fn = hash_search(st->nodes, &rnode, HASH_FIND, NULL);
+	if (fn == NULL)
+		return st->drop_unknown;
+	if (fn->skip)
+		return true;
+	if (fn->wanted && st->evict_after > 0 && ++fn->queued > st->evict_after)
+	{
+		evict_flows(st, fn->relid);
+		fn->skip = true;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Enter a table's relation file in the filter (and, for a table the pass
+ * reads, its TOAST table's).  Returns whether the table's pg_class row
+ * (which names the file) is older than the slot's catalog_xmin: then the
+ * file has been this table's through all the WAL the pass decodes.  A
+ * table no flow of the pass reads is skipped only then, so that no change
+ * of a table the pass reads can be dropped.
+ */
+static bool
+filter_add(DecodeState *st, Oid relid, bool wanted)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Form_pg_class c;
+	FilterNode *fn;
+	RelFileNode rnode;
+	bool		found;
+	bool		old;
+	Oid			toast;
+
+	if (!HeapTupleIsValid(tup))
+		return false;
+	c = (Form_pg_class) GETSTRUCT(tup);
+	old = HeapTupleHeaderXminFrozen(tup->t_data) ||
+		TransactionIdPrecedes(HeapTupleHeaderGetRawXmin(tup->t_data),
+							  MyReplicationSlot->data.catalog_xmin);
+	if ((c->relkind != RELKIND_RELATION && c->relkind != RELKIND_TOASTVALUE) ||
+		!OidIsValid(c->relfilenode) || (!wanted && !old))
+	{
+		ReleaseSysCache(tup);
+		return false;
+	}
+	rnode.spcNode = OidIsValid(c->reltablespace) ? c->reltablespace : MyDatabaseTableSpace;
+	rnode.dbNode = c->relisshared ? InvalidOid : MyDatabaseId;
+	rnode.relNode = c->relfilenode;
+	toast = c->reltoastrelid;
+	ReleaseSysCache(tup);
+	fn = hash_search(st->nodes, &rnode, HASH_ENTER, &found);
+	if (!found)
+	{
+		fn->relid = relid;
+		fn->wanted = false;
+		fn->skip = false;
+		fn->queued = 0;
+	}
+	if (wanted)
+	{
+		fn->wanted = true;
+		fn->skip = false;
+		if (OidIsValid(toast))
+			old &= filter_add(st, toast, true);
+	}
+	else if (!fn->wanted)
+		fn->skip = true;
+	return old;
+}
+
+/*
+ * The filter of a pass, built from the current catalog before decoding
+ * starts: the files of the tables its flows read (and their TOAST tables),
+ * and of autocdc's other sources and targets.  When every table the pass
+ * reads is a plain table whose file has been the same through all the WAL
+ * the pass decodes (no partitions, which can be dropped with their rows
+ * still in the WAL), the changes of every other file are dropped before
+ * they are buffered; otherwise only those of autocdc's other tables.
+ */
+static void
+filter_build(DecodeState *st, int64 evict_after)
+{
+	HASHCTL		hctl;
+	ListCell   *lc;
+	List	   *others = catalog_flow_relations();
+	bool		stable = true;
+
+	hctl.keysize = sizeof(RelFileNode);
+	hctl.entrysize = sizeof(FilterNode);
+	hctl.hcxt = st->cxt_filter;
+	st->nodes = hash_create("autocdc decode filter", 64, &hctl,
+							HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	st->evict_after = evict_after;
+	foreach(lc, st->feeds)
+	{
+		FeedCapture *fc = lfirst(lc);
+		List	   *leaves = find_all_inheritors(fc->c->flow->source, NoLock, NULL);
+		ListCell   *l;
+
+		if (list_length(leaves) != 1 || get_rel_relkind(fc->c->flow->source) != RELKIND_RELATION)
+			stable = false;
+		foreach(l, leaves)
+			stable &= filter_add(st, lfirst_oid(l), true);
+	}
+	foreach(lc, others)
+	{
+		List	   *leaves = find_all_inheritors(lfirst_oid(lc), NoLock, NULL);
+		ListCell   *l;
+
+		foreach(l, leaves)
+			(void) filter_add(st, lfirst_oid(l), false);
+	}
+	st->drop_unknown = stable;
+}
+
+/*
  * Drop changes marked as not to be replicated (autocdc's hidden-state
- * writes) before they are buffered and decoded.
+ * writes), and those the pass's filter drops, before they are buffered and
+ * decoded.
  */
 static bool
 filter_by_origin(LogicalDecodingContext *ctx, RepOriginId origin_id)
 {
+	DecodeState *st = ctx->output_writer_private;
+
 	if (origin_id == DoNotReplicateId)
+		return true;
+	if (st != NULL && st->nodes != NULL && filter_change(st, ctx->reader))
 		return true;
 	return plugin_filter_by_origin ? plugin_filter_by_origin(ctx, origin_id) : false;
 }
@@ -578,7 +601,8 @@ capture_begin(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
 		FlowDef    *flow = fc->c->flow;
 
 		fc->ord = 0;
-		fc->keep = (!flow->has_progress || txn->final_lsn >= flow->progress) &&
+		fc->keep = !fc->evicted &&
+			(!flow->has_progress || txn->final_lsn >= flow->progress) &&
 			(fc->first == NULL || !snapshot_showed(fc->first, txn->xid));
 		fc->skip = fc->keep && !XLogRecPtrIsInvalid(flow->skip_upto) &&
 			txn->final_lsn <= flow->skip_upto;
@@ -701,25 +725,6 @@ forget_historic_relcache(FlowDef *flow)
 	CommandCounterIncrement();
 }
 
-/*
- * Confirm the slot up to the oldest committed progress of all flows, once
- * the commits that recorded it are flushed.  The slot must be ours.
- */
-static void
-confirm_oldest_progress(void)
-{
-	XLogRecPtr	oldest;
-
-	if (!catalog_oldest_progress(NameStr(MyReplicationSlot->data.name), &oldest))
-		return;
-	XLogFlush(compat_GetXLogInsertEndRecPtr());
-	if (oldest > MyReplicationSlot->data.confirmed_flush)
-	{
-		LogicalConfirmReceivedLocation(oldest);
-		ReplicationSlotMarkDirty();
-	}
-}
-
 /* Is the flow's progress still served by the slot?  (The slot is ours.) */
 static bool
 progress_served(FlowDef *flow)
@@ -750,20 +755,22 @@ feed_capture_open(Capture *c)
  * decoded.  A flow whose progress the slot cannot serve is an error when
  * resync_error, and is otherwise left out (c->resync).  With max_events
  * > 0 the pass stops at the first transaction boundary past that many
- * events, and *more says whether WAL was left to decode.  SPI must be
- * connected.
+ * events, or past max_wal bytes of WAL (0: no limit), and *more says
+ * whether WAL was left to decode.  With evict_after > 0, the flows reading
+ * a table with more changes than that in the pass are evicted from it
+ * (c->deferred: not captured, their progress unchanged).  slot is the slot
+ * the flows are on (slots.c).  SPI must be connected.
  */
 void
-source_capture_flows(List *captures, int64 max_events, bool resync_error,
-					 bool *more)
+source_capture_flows(List *captures, const char *slot, int64 max_events,
+					 int64 max_wal, int64 evict_after, bool resync_error, bool *more)
 {
-	char	   *slot = source_slot_name();
 	DecodeState st;
 	XLogRecPtr	end;
 	XLogRecPtr	result = InvalidXLogRecPtr;
-	ResourceOwner saved_owner = CurrentResourceOwner;
+	volatile ResourceOwner saved_owner = CurrentResourceOwner;
 	ListCell   *lc;
-	bool		any_first = false;
+	volatile bool any_first = false;
 
 	if (slot == NULL)
 		ereport(ERROR,
@@ -776,18 +783,22 @@ source_capture_flows(List *captures, int64 max_events, bool resync_error,
 								   ALLOCSET_DEFAULT_SIZES);
 	st.relcxt = AllocSetContextCreate(CurrentMemoryContext, "autocdc decode relations",
 									  ALLOCSET_SMALL_SIZES);
+	st.cxt_filter = AllocSetContextCreate(CurrentMemoryContext, "autocdc decode filter",
+										  ALLOCSET_SMALL_SIZES);
 
 	compat_ReplicationSlotAcquire(slot, false);
 	PG_TRY();
 	{
 		LogicalDecodingContext *ctx;
 		List	   *options;
+		XLogRecPtr	start;
 
 		foreach(lc, captures)
 		{
 			Capture    *c = lfirst(lc);
 
 			c->resync = false;
+			c->deferred = false;
 			if (!progress_served(c->flow))
 			{
 				if (resync_error)
@@ -813,7 +824,7 @@ source_capture_flows(List *captures, int64 max_events, bool resync_error,
 		 * its snapshot and what it decodes.
 		 */
 		if (!any_first)
-			confirm_oldest_progress();
+			slots_confirm_held();
 		else
 		{
 			Snapshot	snap = first_read_snapshot();
@@ -879,7 +890,16 @@ source_capture_flows(List *captures, int64 max_events, bool resync_error,
 			decode_relcache_callback_registered = true;
 		}
 		decode_reset_rels(&st);
+		filter_build(&st, evict_after);
 		saved_owner = CurrentResourceOwner;
+		/*
+		 * The WAL bound counts from what is new to the slot's flows: the
+		 * records between the restart point and the confirmed position are
+		 * read again on every pass (the restart point moves only at
+		 * running-transactions records, which the pass must reach).
+		 */
+		start = Max(MyReplicationSlot->data.restart_lsn,
+					MyReplicationSlot->data.confirmed_flush);
 		XLogBeginRead(ctx->reader, MyReplicationSlot->data.restart_lsn);
 		InvalidateSystemCaches();
 		while (ctx->reader->EndRecPtr < end)
@@ -888,7 +908,8 @@ source_capture_flows(List *captures, int64 max_events, bool resync_error,
 			char	   *errm = NULL;
 
 			/* a whole transaction is decoded at its commit record */
-			if (max_events > 0 && st.kept >= max_events)
+			if ((max_events > 0 && st.kept >= max_events) ||
+				(max_wal > 0 && ctx->reader->EndRecPtr > start + max_wal))
 			{
 				if (more)
 					*more = true;
@@ -908,7 +929,7 @@ source_capture_flows(List *captures, int64 max_events, bool resync_error,
 		InvalidateSystemCaches();
 		foreach(lc, st.feeds)
 			forget_historic_relcache(((FeedCapture *) lfirst(lc))->c->flow);
-		confirm_oldest_progress();
+		slots_confirm_held();
 
 		/*
 		 * Every pass decodes from the slot's restart point, which moves only
@@ -937,13 +958,20 @@ source_capture_flows(List *captures, int64 max_events, bool resync_error,
 		FlowDef    *flow = fc->c->flow;
 
 		table_close(fc->feed, AccessShareLock);
+		if (fc->evicted)
+		{
+			/* decoded again where it is served apart */
+			tuplestore_clear(fc->c->batch);
+			continue;
+		}
 		if (result > flow->progress || !flow->has_progress)
 			flow->progress = result;
 		flow->has_progress = true;
-		flow->slot_name = slot;
+		flow->slot_name = pstrdup(slot);
 	}
 	MemoryContextDelete(st.cxt);
 	MemoryContextDelete(st.relcxt);
+	MemoryContextDelete(st.cxt_filter);
 }
 
 /*
@@ -961,7 +989,7 @@ source_capture(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 	c.batch = batch;
 	c.batchdesc = batchdesc;
 	c.m = m;
-	source_capture_flows(list_make1(&c), 0, true, NULL);
+	source_capture_flows(list_make1(&c), slots_for_flow(flow), 0, 0, 0, true, NULL);
 	source_raise_capture_error(&c);
 }
 
@@ -975,46 +1003,6 @@ source_raise_capture_error(Capture *c)
 				 errmsg("%s", c->error),
 				 errhint("Run autocdc.full_refresh(%s) to re-read the source.",
 						 quote_literal_cstr(c->flow->name))));
-}
-
-/*
- * autocdc_internal._slot_info(): the database's slot, or a row of nulls
- * when there is none or it was invalidated (its WAL is gone: it serves no
- * flow and retains nothing).
- */
-Datum
-autocdc_slot_info(PG_FUNCTION_ARGS)
-{
-	TupleDesc	desc;
-	Datum		values[3];
-	bool		nulls[3] = {true, true, true};
-	char	   *name = source_slot_name();
-	int			i;
-
-	if (name == NULL)
-		name = "";
-	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	LWLockAcquire(ReplicationSlotControlLock, LW_SHARED);
-	for (i = 0; i < max_replication_slots; i++)
-	{
-		ReplicationSlot *s = &ReplicationSlotCtl->replication_slots[i];
-
-		if (s->in_use && strcmp(NameStr(s->data.name), name) == 0)
-		{
-			SpinLockAcquire(&s->mutex);
-			if (!XLogRecPtrIsInvalid(s->data.restart_lsn))
-			{
-				values[0] = DirectFunctionCall1(namein, CStringGetDatum(name));
-				values[1] = LSNGetDatum(s->data.confirmed_flush);
-				values[2] = LSNGetDatum(s->data.restart_lsn);
-				nulls[0] = nulls[1] = nulls[2] = false;
-			}
-			SpinLockRelease(&s->mutex);
-		}
-	}
-	LWLockRelease(ReplicationSlotControlLock);
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }
 
 /*

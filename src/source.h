@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * source.h
- *		Sources of change flows (engine layer): the database's replication
- *		slot, first reads under a snapshot, and the decoding pass that turns
+ *		Sources of change flows (engine layer): first reads under a
+ *		snapshot, and the decoding pass over a slot (slots.h) that turns
  *		committed changes into batch rows, by source kind.
  *
  *-------------------------------------------------------------------------
@@ -24,6 +24,7 @@ typedef struct Capture
 	TupleDesc	batchdesc;
 	RunMetrics *m;
 	bool		resync;			/* out: progress no longer served, not captured */
+	bool		deferred;		/* out: evicted from the pass, not captured */
 	char	   *error;			/* out: why capture stopped for this flow */
 } Capture;
 
@@ -45,15 +46,13 @@ typedef struct SourceKind
 	void		(*on_insert) (SourceRow *row);
 } SourceKind;
 
-extern char *source_slot_name(void);
-extern void source_ensure_slot(void);
-extern void source_drop_slots(void);
 extern void source_check(FlowDef *flow);
 extern void source_read_whole(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 							  XLogRecPtr pos);
 extern void source_capture(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 						   RunMetrics *m);
-extern void source_capture_flows(List *captures, int64 max_events, bool resync_error,
+extern void source_capture_flows(List *captures, const char *slot, int64 max_events,
+								 int64 max_wal, int64 evict_after, bool resync_error,
 								 bool *more);
 extern void source_raise_capture_error(Capture *c);
 

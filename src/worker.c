@@ -14,8 +14,15 @@
  * an error), capturing them in one decoding pass and applying each as its
  * owner (pass.c).  It sleeps on its latch, which any transaction of its
  * database that wrote sets at commit, with autocdc.naptime as the fallback.
- * It creates the database's replication slot when flows need it, and drops
- * it once none does, also after DROP EXTENSION, before exiting for good.
+ *
+ * Each database has a main worker and, while flows are on the laggard slot
+ * (lanes.c), a laggard worker.  The main worker serves the main slot with
+ * time-sliced passes; before each pass it moves flows between the slots,
+ * in a transaction of its own; it runs the snapshot flows; it creates the
+ * main slot when flows need it, and drops the slots once none does, also
+ * after DROP EXTENSION, before exiting for good.  The laggard worker serves
+ * the flows of the laggard slot, in passes bounded by autocdc.max_pass_wal
+ * but not by time, and exits when there are none.
  *
  *-------------------------------------------------------------------------
  */
@@ -56,9 +63,11 @@
 #include "batch.h"
 #include "catalog.h"
 #include "failures.h"
+#include "lanes.h"
 #include "pass.h"
 #include "registry.h"
 #include "settings.h"
+#include "slots.h"
 #include "source.h"
 #include "util.h"
 #include "worker.h"
@@ -70,19 +79,13 @@
 
 /* DROP EXTENSION happened: drop the slot and exit for good */
 static bool extension_gone = false;
+/* this worker's lane (registry.h) */
+static int	worker_lane = REGISTRY_MAIN_LANE;
+/* the laggard worker found no flow to serve */
+static bool laggard_idle = false;
 
 PGDLLEXPORT void autocdc_launcher_main(Datum arg);
 PGDLLEXPORT void autocdc_worker_main(Datum arg);
-
-/* ----------------------------------------------------------------
- * registry
- * ----------------------------------------------------------------
- */
-
-/* ----------------------------------------------------------------
- * hooks in every backend: wake at commit, step aside for DDL
- * ----------------------------------------------------------------
- */
 
 /* ----------------------------------------------------------------
  * launcher
@@ -120,9 +123,9 @@ launcher_databases(void)
 	return result;
 }
 
-/* Register a dynamic worker for a database. */
+/* Register a dynamic worker for a database's lane. */
 static bool
-launcher_start_worker(Oid dboid)
+launcher_start_worker(Oid dboid, int lane)
 {
 	BackgroundWorker bgw;
 	BackgroundWorkerHandle *handle;
@@ -133,9 +136,13 @@ launcher_start_worker(Oid dboid)
 	bgw.bgw_restart_time = BGW_NEVER_RESTART;
 	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "autocdc");
 	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "autocdc_worker_main");
-	snprintf(bgw.bgw_name, BGW_MAXLEN, "autocdc worker for database %u", dboid);
+	if (lane == REGISTRY_MAIN_LANE)
+		snprintf(bgw.bgw_name, BGW_MAXLEN, "autocdc worker for database %u", dboid);
+	else
+		snprintf(bgw.bgw_name, BGW_MAXLEN, "autocdc laggard worker for database %u", dboid);
 	snprintf(bgw.bgw_type, BGW_MAXLEN, "autocdc worker");
 	bgw.bgw_main_arg = ObjectIdGetDatum(dboid);
+	memcpy(bgw.bgw_extra, &lane, sizeof(lane));
 	bgw.bgw_notify_pid = MyProcPid;
 	return RegisterDynamicBackgroundWorker(&bgw, &handle);
 }
@@ -156,23 +163,26 @@ launcher_scan(void)
 
 	foreach(lc, to_start)
 	{
-		Oid			dboid = lfirst_oid(lc);
+		RegistryStart *rs = lfirst(lc);
 
-		if (!autocdc_enabled || running >= autocdc_max_workers)
-			break;
-		if (!launcher_start_worker(dboid))
+		/* a laggard worker does not count against autocdc.max_workers */
+		if (!autocdc_enabled ||
+			(rs->lane == REGISTRY_MAIN_LANE && running >= autocdc_max_workers))
+			continue;
+		if (!launcher_start_worker(rs->dboid, rs->lane))
 		{
 			ereport(WARNING,
 					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-					 errmsg("autocdc could not start a worker for database %u", dboid),
+					 errmsg("autocdc could not start a worker for database %u", rs->dboid),
 					 errhint("Raise max_worker_processes.")));
 			break;
 		}
-		running++;
-		registry_starting(dboid, now);
+		if (rs->lane == REGISTRY_MAIN_LANE)
+			running++;
+		registry_starting(rs->dboid, rs->lane, now);
 	}
 	list_free(dbs);
-	list_free(to_start);
+	list_free_deep(to_start);
 	return pending;
 }
 
@@ -184,11 +194,55 @@ launcher_scan(void)
 static void
 worker_drop_unneeded_slot(void)
 {
-	if (source_slot_name() == NULL)
+	if (slots_count() == 0)
 		return;
 	catalog_lock_flows();
 	if (!catalog_has_change_flows(false))
-		source_drop_slots();
+		slots_drop_all();
+}
+
+/* Start a transaction of the worker, with SPI and a snapshot. */
+static void
+worker_xact_begin(const char *activity)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pgstat_report_activity(STATE_RUNNING, activity);
+}
+
+/* Commit a transaction of the worker. */
+static void
+worker_xact_end(void)
+{
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+/*
+ * Move flows between the slots (lanes.c) in a transaction of its own,
+ * before the pass writes anything, and say whether the laggard lane needs
+ * its worker.
+ */
+static void
+worker_rebalance(void)
+{
+	bool		laggards = false;
+	char	   *version;
+
+	worker_xact_begin("autocdc: moving flows between slots");
+	version = catalog_installed_version();
+	(void) set_safe_search_path();
+	if (version != NULL && strcmp(version, AUTOCDC_VERSION) == 0)
+		laggards = lanes_rebalance(pass_slow_flows());
+	worker_xact_end();
+	registry_want_laggard_worker(laggards);
+	if (laggards)
+		registry_wake_other_lane();
 }
 
 /*
@@ -200,17 +254,13 @@ static long
 worker_pass(bool *more)
 {
 	char	   *version;
+	char	   *main_slot;
 	long		delay = -1;
 	static TimestampTz last_prune = 0;
 	static bool version_reported = false;
 
 	*more = false;
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	PushActiveSnapshot(GetTransactionSnapshot());
-	pgstat_report_activity(STATE_RUNNING, "autocdc: looking for work");
+	worker_xact_begin("autocdc: looking for work");
 
 	version = catalog_installed_version();
 	if (version == NULL)
@@ -221,7 +271,7 @@ worker_pass(bool *more)
 		 */
 		registry_mark_absent();
 		extension_gone = true;
-		source_drop_slots();
+		slots_drop_all();		/* each worker drops what the other may hold */
 	}
 	else if (strcmp(version, AUTOCDC_VERSION) != 0)
 	{
@@ -233,6 +283,22 @@ worker_pass(bool *more)
 					 errhint("Run ALTER EXTENSION autocdc UPDATE in that database.")));
 		version_reported = true;
 	}
+	else if (worker_lane == REGISTRY_LAGGARD_LANE)
+	{
+		char	   *lag;
+
+		version_reported = false;
+		(void) set_safe_search_path();
+		lag = slots_laggard_name();
+		failures_persist();
+		if (lag == NULL)
+			laggard_idle = true;
+		else
+			*more = pass_change_flows(catalog_due_change_flows(lag, true), lag,
+									  autocdc_batch_size, (int64) autocdc_max_pass_wal * 1024,
+									  false);
+		delay = catalog_next_due_ms();
+	}
 	else
 	{
 		version_reported = false;
@@ -240,33 +306,29 @@ worker_pass(bool *more)
 		if (!catalog_has_change_flows(false))
 			worker_drop_unneeded_slot();
 		else if (catalog_has_change_flows(true))
-			source_ensure_slot();	/* before this transaction writes */
+			slots_ensure_main();	/* before this transaction writes */
 
 		failures_persist();
-		*more = pass_change_flows(catalog_due_change_flows(), autocdc_batch_size);
+		main_slot = slots_main_name();
+		if (main_slot != NULL)
+			*more = pass_change_flows(catalog_due_change_flows(slots_laggard_name(), false),
+									  main_slot, autocdc_batch_size, 0, true);
 		/* snapshot flows every autocdc.snapshot_interval */
 		pass_snapshot_flows(catalog_due_snapshot_flows());
 		/* when the next retry or snapshot falls due */
 		delay = catalog_next_due_ms();
 	}
 
-	SPI_finish();
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-	pgstat_report_activity(STATE_IDLE, NULL);
+	worker_xact_end();
 
 	/* old runs leave the log, in a transaction of their own */
 	if (!extension_gone && !version_reported && autocdc_run_log_retention >= 0 &&
+		worker_lane == REGISTRY_MAIN_LANE &&
 		TimestampDifferenceExceeds(last_prune, GetCurrentTimestamp(), PRUNE_INTERVAL_MS))
 	{
-		StartTransactionCommand();
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "SPI_connect failed");
-		PushActiveSnapshot(GetTransactionSnapshot());
+		worker_xact_begin("autocdc: pruning the run log");
 		catalog_prune_run_log(autocdc_run_log_retention);
-		SPI_finish();
-		PopActiveSnapshot();
-		CommitTransactionCommand();
+		worker_xact_end();
 		last_prune = GetCurrentTimestamp();
 	}
 	return delay;
@@ -318,10 +380,16 @@ autocdc_worker_main(Datum arg)
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 
-	if (!registry_claim(dboid))
+	memcpy(&worker_lane, MyBgworkerEntry->bgw_extra, sizeof(worker_lane));
+	if (worker_lane != REGISTRY_LAGGARD_LANE)
+		worker_lane = REGISTRY_MAIN_LANE;
+	if (!registry_claim(dboid, worker_lane))
 		proc_exit(0);
-	registry_worker_started(dboid);
+	registry_worker_started(dboid, worker_lane);
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
+	/* pg_stat_activity tells the lanes apart by application_name */
+	if (worker_lane == REGISTRY_LAGGARD_LANE)
+		SetConfigOption("application_name", "autocdc laggard worker", PGC_USERSET, PGC_S_SESSION);
 
 	for (;;)
 	{
@@ -341,7 +409,11 @@ autocdc_worker_main(Datum arg)
 
 		PG_TRY();
 		{
-			long		delay = worker_pass(&more);
+			long		delay;
+
+			if (worker_lane == REGISTRY_MAIN_LANE && !extension_gone)
+				worker_rebalance();
+			delay = worker_pass(&more);
 
 			if (delay >= 0 && delay < timeout)
 				timeout = delay;
@@ -365,7 +437,7 @@ autocdc_worker_main(Datum arg)
 		}
 		PG_END_TRY();
 
-		if (extension_gone)
+		if (extension_gone || laggard_idle)
 			proc_exit(0);
 		if (more)
 			continue;

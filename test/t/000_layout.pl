@@ -15,8 +15,8 @@ my $src = ($ENV{TESTDIR} // '.') . '/src';
 my @layers = (
 	[ base => qw(compat layout settings util) ],
 	[ store => qw(catalog failures registry) ],
-	[ engine => qw(fold kind scd1 scd2 storage expr batch source snapsource apply compare) ],
-	[ usecase => qw(define run snaprun pass) ],
+	[ engine => qw(fold kind scd1 scd2 storage expr batch slots source snapsource apply compare) ],
+	[ usecase => qw(define run snaprun pass lanes) ],
 	[ entry => qw(api statement parse worker guard autocdc) ],
 );
 my %layer_of;

@@ -28,7 +28,8 @@ sub workers
 	my ($db) = @_;
 	return $node->safe_psql('postgres', qq{
 		SELECT coalesce(string_agg(pid::text, ',' ORDER BY pid), '')
-		  FROM pg_stat_activity WHERE backend_type = 'autocdc worker' AND datname = '$db'});
+		  FROM pg_stat_activity WHERE backend_type = 'autocdc worker' AND datname = '$db'
+		   AND application_name <> 'autocdc laggard worker'});
 }
 
 sub launcher
@@ -217,7 +218,7 @@ is(same_rows('app', 't2', 'r2'), 't', 'SCD 2 target is right after the crash');
 $w = workers('app');
 kill 'TERM', $w;
 wait_for('postgres', qq{SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'autocdc worker'
-						  AND datname = 'app' AND pid <> $w},
+						  AND datname = 'app' AND pid <> $w AND application_name <> 'autocdc laggard worker'},
 	'a terminated worker is replaced');
 $w = workers('app');
 my $l = launcher();
