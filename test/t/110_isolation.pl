@@ -274,9 +274,10 @@ wait_for(q{SELECT count(*) = 1 FROM pg_replication_slots WHERE slot_name LIKE 'a
 # the copy and the commit of the move
 $node->append_conf('postgresql.conf', 'autocdc.test_pause_after_copy = 5000');
 $node->reload;
+sleep 2;	# the worker reloads its configuration between passes
+my $log_offset = -s $node->logfile;
 as('alice', q{SELECT autocdc.pause_flow('alice_flow')});
-wait_for(q{SELECT count(*) > 0 FROM pg_stat_activity WHERE query = 'autocdc: moving flows between slots'
-	AND backend_type = 'autocdc worker'} , '5: the worker moves flows');
+$node->wait_for_log(qr/autocdc: copied the main slot/, $log_offset);
 wait_for(q{SELECT count(*) = 2 FROM autocdc_internal._slots()}, '5: the worker copied the main slot');
 is(flow_col('alice_flow', 'lane'), 'main', '5: the move is not committed yet');
 my $pid = sql(q{SELECT pid FROM pg_stat_activity WHERE query = 'autocdc: moving flows between slots'});
