@@ -27,6 +27,7 @@
 
 #include "miscadmin.h"
 #include "storage/standby.h"
+#include "utils/timestamp.h"
 
 #include "catalog.h"
 #include "lanes.h"
@@ -76,8 +77,13 @@ lanes_rebalance(List *slow)
 
 	if (copy != NULL && autocdc_test_pause_after_copy > 0)
 	{
+		TimestampTz until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														autocdc_test_pause_after_copy);
+
 		elog(LOG, "autocdc: copied the main slot to \"%s\"", copy);
-		pg_usleep((long) autocdc_test_pause_after_copy * 1000L);
+		/* a signal ends pg_usleep early */
+		while (GetCurrentTimestamp() < until)
+			pg_usleep(10000L);
 	}
 
 	/* from here on, this transaction writes */

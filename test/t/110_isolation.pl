@@ -280,7 +280,14 @@ as('alice', q{SELECT autocdc.pause_flow('alice_flow')});
 $node->wait_for_log(qr/autocdc: copied the main slot/, $log_offset);
 wait_for(q{SELECT count(*) = 2 FROM autocdc_internal._slots()}, '5: the worker copied the main slot');
 is(flow_col('alice_flow', 'lane'), 'main', '5: the move is not committed yet');
-my $pid = sql(q{SELECT pid FROM pg_stat_activity WHERE query = 'autocdc: moving flows between slots'});
+# the main worker (the laggard worker has an application_name of its own)
+my $pid = sql(q{SELECT string_agg(pid::text, ',') FROM pg_stat_activity
+	WHERE backend_type = 'autocdc worker' AND datname = 'postgres'
+	  AND application_name <> 'autocdc laggard worker'});
+note "main worker: $pid; activity: "
+  . sql(q{SELECT string_agg(pid || ' ' || application_name || ' ' || query, '; ') FROM pg_stat_activity
+	WHERE backend_type = 'autocdc worker'});
+like($pid, qr/^\d+$/, '5: one main worker');
 $node->append_conf('postgresql.conf', 'autocdc.test_pause_after_copy = 0');
 $node->reload;
 ok(kill('KILL', $pid), "5: SIGKILL of the worker ($pid) before its commit");
