@@ -258,6 +258,25 @@ SELECT * FROM autocdc.run_flow('r_bits');
 SELECT * FROM r_bits ORDER BY k;
 SELECT autocdc.drop_flow('r_bits', true);
 DROP TABLE r_bfeed;
+-- ... also when the run's stores spill (64kB): a store no query read last is
+-- freed by the run (it used to be left open: "temporary file leak" warnings)
+CREATE TABLE r_bdfeed (k varbit, v text, seq int, op text);
+SELECT autocdc.create_flow('r_bd', 'r_bdfeed', '{k}', 'seq', continuous => false,
+	apply_as_deletes => $$op = 'D'$$, except_column_list => '{op}');
+SELECT * FROM autocdc.run_flow('r_bd');
+INSERT INTO r_bdfeed SELECT (g % 5000)::bit(16)::varbit, md5(g::text), g,
+	CASE WHEN g % 7 = 0 THEN 'D' ELSE 'U' END FROM generate_series(1, 30000) g;
+SET work_mem = '64kB';
+SET autocdc.work_mem = '64kB';
+SELECT * FROM autocdc.run_flow('r_bd');
+RESET work_mem;
+RESET autocdc.work_mem;
+WITH last AS (SELECT DISTINCT ON (k) k, v, seq, op FROM r_bdfeed ORDER BY k, seq DESC)
+SELECT (SELECT count(*) FROM last WHERE op = 'U') AS expected,
+	   (SELECT count(*) FROM r_bd) AS target,
+	   (SELECT count(*) FROM last l JOIN r_bd t USING (k) WHERE l.op = 'U' AND l.v = t.v AND l.seq = t.seq) AS same;
+SELECT autocdc.drop_flow('r_bd', true);
+DROP TABLE r_bdfeed;
 
 -- a partitioned feed: inserts into any partition are events of the feed
 CREATE TABLE r_pfeed (k int, v text, seq int) PARTITION BY RANGE (seq);

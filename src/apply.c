@@ -1567,9 +1567,9 @@ apply_common(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all,
 	if (flow->retention)
 		forget_tombstones(&a, flow->retention);
 
-	/* the tuplestores were handed to the queries that read them last */
-	batch_set(BATCH_EVENTS, NULL, NULL, InvalidOid, 0, 0);
-	batch_set(BATCH_KEYS, NULL, NULL, InvalidOid, 0, 0);
+	/* handed to the queries that read them last, or freed here */
+	batch_end(BATCH_EVENTS);
+	batch_end(BATCH_KEYS);
 	MemoryContextDelete(a.groupcxt);
 }
 

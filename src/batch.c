@@ -107,6 +107,19 @@ batch_set(int which, Tuplestorestate *ts, TupleDesc desc, Oid rowtype, int64 nro
 	slots[which].user = GetUserId();
 }
 
+/*
+ * Free a batch no query read for the last time (a query that would have
+ * read it was not run, or planned without it), and forget it; one handed
+ * over to its last reader is that reader's to free.
+ */
+void
+batch_end(int which)
+{
+	if (slots[which].ts != NULL)
+		tuplestore_end(slots[which].ts);
+	memset(&slots[which], 0, sizeof(BatchSlot));
+}
+
 /* The row descriptor of a batch (NULL when none is set). */
 TupleDesc
 batch_desc(int which)

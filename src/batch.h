@@ -23,6 +23,7 @@ extern TupleDesc batch_source_desc(Oid source);
 extern void batch_set(int which, Tuplestorestate *ts, TupleDesc desc, Oid rowtype,
 					  int64 nrows, int uses);
 extern TupleDesc batch_desc(int which);
+extern void batch_end(int which);
 extern void batch_clear(void);
 
 #endif							/* AUTOCDC_BATCH_H */
