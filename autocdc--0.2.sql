@@ -238,7 +238,7 @@ GRANT USAGE ON SCHEMA autocdc_state TO PUBLIC;
 REVOKE ALL ON autocdc.flow, autocdc.flow_state, autocdc.target, autocdc.flow_run_log FROM PUBLIC;
 
 /*
- * DROP TABLE of a flow's source or target is refused (SPEC §4): the flow
+ * DROP TABLE of a flow's source or target is refused (semantics §4): the flow
  * would be left pointing at nothing.  drop_flow(name, true) removes the
  * catalog rows first, so it passes.
  */
@@ -271,7 +271,7 @@ CREATE EVENT TRIGGER autocdc_drop_guard ON sql_drop
 	EXECUTE FUNCTION autocdc_internal._drop_guard();
 
 /*
- * The statement form (SPEC §3.1): a trusted language whose DO blocks run
+ * The statement form (semantics §3.1): a trusted language whose DO blocks run
  * CREATE FLOW / APPLY CHANGES INTO / CREATE STREAMING TABLE / DROP FLOW, and
  * the same parser behind autocdc.execute() for drivers and scripts.
  */

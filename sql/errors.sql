@@ -1,4 +1,4 @@
--- errors: every misuse of a change flow (SPEC §7) is refused with a SQLSTATE,
+-- errors: every misuse of a change flow (semantics §7) is refused with a SQLSTATE,
 -- a lower-case message that names the object and a hint where one helps,
 -- and changes nothing (no flow row, no target, no hidden state, no type).
 --

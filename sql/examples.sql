@@ -1,25 +1,25 @@
 --
--- examples: the worked examples 1-4 of SPEC §8, each applied three ways:
+-- examples: the worked examples 1-4 of semantics §8, each applied three ways:
 --   *_batch : the flow's first (empty) run happens before the events; then all
 --             events arrive and ONE run applies them (read from the WAL);
 --   *_step  : the flow's first (empty) run happens before the events; then one
 --             event arrives per run (insert one row, run_flow, repeat);
 --   *_snap  : the flow is created after all events are in the feed; its first
---             run reads them under one snapshot (SPEC §2 "First read").
+--             run reads them under one snapshot (semantics §2 "First read").
 -- §4: the result is the fold of all events in (sequence, arrival) order,
--- however the events were split into runs, so all three must equal the SPEC.
+-- however the events were split into runs, so all three must equal docs/semantics.md §8.
 -- continuous => false keeps the background worker away, so every run below is
 -- ours and its metrics are deterministic.  Every statement is autocommit (the
 -- first run_flow in the database creates the replication slot).
 --
 \pset null '(null)'
 
--- the change feed of SPEC §8 (userId folds to userid, sequenceNum to sequencenum)
+-- the change feed of semantics §8 (userId folds to userid, sequenceNum to sequencenum)
 CREATE TABLE users_cdf (userId int, name text, city text, operation text, sequenceNum int);
 -- example 2: the same events plus one TRUNCATE row
 CREATE TABLE users_cdf_trunc (LIKE users_cdf);
 
--- the flow options of SPEC §8: keys userId, sequence sequenceNum, deletes
+-- the flow options of semantics §8: keys userId, sequence sequenceNum, deletes
 -- operation = 'DELETE', truncates operation = 'TRUNCATE',
 -- columns * EXCEPT (operation, sequenceNum); scd '1' or '2'; example 4 also
 -- TRACK HISTORY ON * EXCEPT (city)
@@ -61,7 +61,7 @@ SELECT * FROM autocdc.run_flow('ex4_batch');
 SELECT * FROM autocdc.run_flow('ex4_step');
 
 --
--- users_cdf: the eight events of SPEC §8, in the table's order, one per run of
+-- users_cdf: the eight events of semantics §8, in the table's order, one per run of
 -- the *_step flows of examples 1, 3 and 4.  Expected metrics per step
 -- (events, upserted, deleted):
 --            ex1 (SCD 1)  ex3 (SCD 2)  ex4 (SCD 2, city untracked)
@@ -121,7 +121,7 @@ SELECT * FROM autocdc.run_flow('ex4_batch');
 --
 -- users_cdf_trunc (example 2): the TRUNCATE row (null, null, null, TRUNCATE, 3)
 -- arrives FIRST, then the eight events; one per run of ex2_step.  Keys first
--- seen after the truncate are still deleted at 3 (SPEC §4 Truncates), so
+-- seen after the truncate are still deleted at 3 (semantics §4 Truncates), so
 -- e1-e4 (sequences 1, 2) are discarded on arrival.  Expected per step:
 --   truncate 1,0,0; e1-e4 1,0,0; e5 1,0,0; e6 1,1,0; e7 1,0,0; e8 1,0,0
 --

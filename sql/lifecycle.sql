@@ -1,5 +1,5 @@
 -- lifecycle: source schema changes, tombstone_retention, a lost slot (needs_resync)
--- (SPEC §4 "Schema changes", §4 "Hidden state", §2 "needs_resync")
+-- (semantics §4 "Schema changes", §4 "Hidden state", §2 "needs_resync")
 
 -- errors with LSNs masked (they differ from run to run)
 CREATE FUNCTION l_try(sql text) RETURNS text LANGUAGE plpgsql AS $$

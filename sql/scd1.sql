@@ -1,5 +1,5 @@
 --
--- scd1: the SCD type 1 rules of SPEC §4, one section per rule.
+-- scd1: the SCD type 1 rules of semantics §4, one section per rule.
 -- Every flow is continuous => false (only our run_flow calls apply it) and
 -- makes its first, empty run before its events arrive, so events are read
 -- from the WAL in arrival (commit, then insertion) order.  Each run_flow is

@@ -1,5 +1,5 @@
 --
--- scd2: the SCD type 2 rules of SPEC §4, one section per rule.
+-- scd2: the SCD type 2 rules of semantics §4, one section per rule.
 -- §4 SCD type 2: "Walk a key's events in order with an optional open version
 -- (start, values): upsert at s with no open version -> open (s, values);
 -- upsert whose tracked columns equal the open version's -> keep its start,

@@ -1,4 +1,4 @@
--- snapshot flows (SPEC §6): SPEC §8 examples 5-7 with a version function and
+-- snapshot flows (semantics §6): semantics §8 examples 5-7 with a version function and
 -- with a table source, every rule of the comparison, full_refresh, the
 -- statement form, and every error (SQLSTATE, message, hint; nothing applied).
 --
@@ -38,7 +38,7 @@ CREATE SCHEMA snaps;
 SET search_path = snaps, public;
 
 -- ----------------------------------------------------------------------
--- SPEC §8 example 5 (SCD 2) and 6 (SCD 1) with a version function:
+-- semantics §8 example 5 (SCD 2) and 6 (SCD 1) with a version function:
 -- v1 = {(1, Oaxaca), (2, Monterrey), (3, Tijuana)},
 -- v2 = {(2, Carmel), (3, Los Angeles), (4, Death Valley)}
 -- ----------------------------------------------------------------------
@@ -79,7 +79,7 @@ INSERT INTO versions VALUES ('ex5', 'v1', 1), ('ex6', 'v1', 1);
 SELECT * FROM autocdc.run_flow('ex5');
 SELECT * FROM ex5 ORDER BY userid, __start_at;
 -- the target has the snapshot's columns (userId folds to userid) and the
--- SCD 2 keys of SPEC §4
+-- SCD 2 keys of semantics §4
 SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
  WHERE a.attrelid = 'ex5'::regclass AND a.attnum > 0 ORDER BY a.attnum;
 SELECT pg_get_indexdef(indexrelid) FROM pg_index WHERE indrelid = 'ex5'::regclass ORDER BY 1;
@@ -103,7 +103,7 @@ SELECT flow, num_events, num_upserted_rows, num_deleted_rows, status FROM autocd
  WHERE flow IN ('ex5', 'ex6') ORDER BY id;
 
 -- ----------------------------------------------------------------------
--- SPEC §8 example 7: SCD 2 with TRACK HISTORY ON (tracking)
+-- semantics §8 example 7: SCD 2 with TRACK HISTORY ON (tracking)
 -- ----------------------------------------------------------------------
 CREATE TABLE t7v1 (key int, tracking text, nontracking text);
 CREATE TABLE t7v2 (key int, tracking text, nontracking text);

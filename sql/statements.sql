@@ -1,7 +1,7 @@
 --
--- statements: the statement form of SPEC §3.1 -- DO LANGUAGE autocdc and
+-- statements: the statement form of semantics §3.1 -- DO LANGUAGE autocdc and
 -- autocdc.execute(), one parser behind both.
---   * the SPEC §8 examples 1-4 written as statements (test/statements_example.sql)
+--   * the semantics §8 examples 1-4 written as statements (test/statements_example.sql)
 --     give the same flows and the same targets as the create_flow calls;
 --   * every clause maps one-to-one onto a create_flow argument: each
 --     statement-made flow below is compared with a twin made by create_flow
@@ -109,7 +109,7 @@ END
 $f$;
 
 --
--- SPEC §8 examples 1-4.  The feeds, committed before any flow exists, so
+-- semantics §8 examples 1-4.  The feeds, committed before any flow exists, so
 -- every flow's first run reads all of them under one snapshot.
 --
 CREATE TABLE st_users_cdf (userId int, name text, city text, operation text, sequenceNum int);
@@ -331,7 +331,7 @@ SELECT s AS flow, st_same(s, t) AS versus_create_flow
 			   ('st_c_legacy', 'st_c_legacy_tw'), ('st_c_legacy2', 'st_c_legacy2_tw')) v(s, t)
  ORDER BY v.s COLLATE "C";
 
--- and the targets, worked out by hand from SPEC §4:
+-- and the targets, worked out by hand from semantics §4:
 -- minimal (all columns, no deletes): 1 -> its update, 2 -> the DELETE row as an upsert, 3 -> c3 (30)
 SELECT * FROM st_c_min_t ORDER BY id;
 -- ignore null updates keeps name a for 1; 2 deleted; 3 -> c3

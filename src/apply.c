@@ -2,7 +2,7 @@
  *
  * apply.c
  *		The apply engine: classify and validate a batch, fold every touched
- *		key (SPEC §4) from its hidden state and new events, and write the
+ *		key (semantics §4) from its hidden state and new events, and write the
  *		differences to the target and the hidden state.
  *
  * Hidden state (autocdc_state.target_<id>) holds events: the target's data

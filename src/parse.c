@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * parse.c
- *		The statement form (SPEC §3.1): CREATE FLOW ... AS AUTO CDC INTO ...,
+ *		The statement form (semantics §3.1): CREATE FLOW ... AS AUTO CDC INTO ...,
  *		APPLY CHANGES INTO ..., CREATE STREAMING TABLE, DROP FLOW.
  *
  * PostgreSQL has no parser hook, so these statements reach autocdc as text,

@@ -2,7 +2,7 @@
  *
  * scd1.c
  *		SCD type 1 storage: one row per present key, no bookkeeping columns
- *		(SPEC-like rule: a key is present iff its last event, truncates
+ *		(rule: a key is present iff its last event, truncates
  *		counting, is an upsert; its columns are that upsert's, or with
  *		ignore_null_updates the last non-NULL value of each since the key's
  *		last delete).

@@ -239,7 +239,7 @@ storage_check_owner(FlowDef *flow)
 }
 
 /*
- * Follow source schema changes (SPEC §4): a column added to a source whose
+ * Follow source schema changes (semantics §4): a column added to a source whose
  * selection is "all" or "* except" is added to the target and the hidden
  * state; a captured column that was dropped, renamed or retyped fails the
  * run with a hint to full_refresh, which re-resolves the selection (and

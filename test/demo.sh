@@ -1,12 +1,12 @@
 #!/bin/bash
 # autocdc end to end: installs and builds (test/setup.sh), starts a throwaway
 # PostgreSQL 15 cluster as the postgres OS account, runs test/demo.sql (the
-# worked examples 1-7 of SPEC.md section 8: change and snapshot flows) and
+# worked examples 1-7 of docs/semantics.md §8: change and snapshot flows) and
 # prints the resulting target tables.  The cluster is stopped and removed on
 # exit.  Run as root on Debian 12:
 #     bash test/demo.sh
 # AUTOCDC_SKIP_SETUP=1 skips setup.sh (use the autocdc already installed).
-# Exits non-zero when a target differs from the SPEC.
+# Exits non-zero when a target differs from docs/semantics.md §8.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 if [ "$(id -u)" -ne 0 ]; then echo "run as root" >&2; exit 1; fi

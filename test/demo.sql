@@ -1,4 +1,4 @@
--- autocdc demo: the worked examples 1-4 of SPEC.md section 8, end to end.
+-- autocdc demo: the worked examples 1-4 of docs/semantics.md §8, end to end.
 -- Run by test/demo.sh on a throwaway cluster (psql, autocommit, ON_ERROR_STOP).
 -- Every statement below is its own transaction; in particular the first
 -- run_flow of the database (which creates autocdc's replication slot) must be.
@@ -91,28 +91,28 @@ SELECT 'users_scd2' AS flow, * FROM autocdc.run_flow('users_scd2');
 SELECT 'users_scd2_no_city' AS flow, * FROM autocdc.run_flow('users_scd2_no_city');
 
 \echo
-\echo '--- SPEC example 1: SCD type 1 (target users_scd1)'
+\echo '--- example 1: SCD type 1 (target users_scd1)'
 \echo '    expected: (124, Raul, Oaxaca), (125, Mercedes, Guadalajara), (126, Lily, Cancun)'
 \echo '    123 is deleted at 6; Mexicali (5) arrived after Guadalajara (6) and is discarded'
 SELECT * FROM users_scd1 ORDER BY userid;
 
-\echo '--- SPEC example 2: SCD type 1 plus a TRUNCATE row at sequence 3 (target users_scd1_truncate)'
+\echo '--- example 2: SCD type 1 plus a TRUNCATE row at sequence 3 (target users_scd1_truncate)'
 \echo '    expected: only (125, Mercedes, Guadalajara); 124 and 126 were last written before 3'
 SELECT * FROM users_scd1_truncate ORDER BY userid;
 
-\echo '--- SPEC example 3: SCD type 2 (target users_scd2)'
+\echo '--- example 3: SCD type 2 (target users_scd2)'
 \echo '    expected: (123, Isabel, Monterrey, 1, 5), (123, Isabel, Chihuahua, 5, 6), (124, Raul, Oaxaca, 1, null),'
 \echo '              (125, Mercedes, Tijuana, 2, 5), (125, Mercedes, Mexicali, 5, 6), (125, Mercedes, Guadalajara, 6, null),'
 \echo '              (126, Lily, Cancun, 2, null)'
 SELECT * FROM users_scd2 ORDER BY userid, __start_at;
 
-\echo '--- SPEC example 4: SCD type 2, TRACK HISTORY ON * EXCEPT (city) (target users_scd2_no_city)'
+\echo '--- example 4: SCD type 2, TRACK HISTORY ON * EXCEPT (city) (target users_scd2_no_city)'
 \echo '    expected: (123, Isabel, Chihuahua, 1, 6), (124, Raul, Oaxaca, 1, null), (125, Mercedes, Guadalajara, 2, null),'
 \echo '              (126, Lily, Cancun, 2, null); a city change updates the open version in place'
 SELECT * FROM users_scd2_no_city ORDER BY userid, __start_at;
 
 \echo
-\echo '=== SPEC examples 5-7: snapshot flows (AUTO CDC FROM SNAPSHOT, in SQL) ==='
+\echo '=== examples 5-7: snapshot flows (AUTO CDC FROM SNAPSHOT, in SQL) ==='
 \echo 'snapshots v1, v2 are tables; a version function hands them out in order, one per call'
 CREATE TABLE users_v1 (userId int, city text);
 CREATE TABLE users_v2 (userId int, city text);
@@ -143,13 +143,13 @@ SELECT 'users_snap_scd2' AS flow, * FROM autocdc.run_flow('users_snap_scd2');
 SELECT 'users_snap_scd1' AS flow, * FROM autocdc.run_flow('users_snap_scd1');
 SELECT 'items_history' AS flow, * FROM autocdc.run_flow('items_history');
 
-\echo '--- SPEC example 5: SCD type 2 from snapshots (target users_snap_scd2)'
+\echo '--- example 5: SCD type 2 from snapshots (target users_snap_scd2)'
 \echo '    expected: (1, Oaxaca, 1, 2), (2, Monterrey, 1, 2), (2, Carmel, 2, null), (3, Tijuana, 1, 2),'
 \echo '              (3, Los Angeles, 2, null), (4, Death Valley, 2, null)'
 SELECT * FROM users_snap_scd2 ORDER BY userid, __start_at;
-\echo '--- SPEC example 6: SCD type 1 from snapshots (target users_snap_scd1); expected: exactly v2'
+\echo '--- example 6: SCD type 1 from snapshots (target users_snap_scd1); expected: exactly v2'
 SELECT * FROM users_snap_scd1 ORDER BY userid;
-\echo '--- SPEC example 7: SCD type 2, TRACK HISTORY ON (tracking) (target items_history)'
+\echo '--- example 7: SCD type 2, TRACK HISTORY ON (tracking) (target items_history)'
 \echo '    expected: (1, a1, b1, 1, 2), (2, a2, b2, 1, 2), (2, a2_new, b2, 2, null), (3, a3, b3, 2, null),'
 \echo '              (4, a4, b4_new, 1, null); a change of nontracking only updates the open version'
 SELECT * FROM items_history ORDER BY key, __start_at;
@@ -161,7 +161,7 @@ SELECT * FROM items_history ORDER BY key, __start_at;
 SELECT name, state, num_events, num_upserted_rows, num_deleted_rows
   FROM autocdc.flows ORDER BY name;
 
-\echo '--- check: each target compared with the expected rows of SPEC section 8'
+\echo '--- check: each target compared with the expected rows of docs/semantics.md §8'
 -- the expected rows of each example, and of the flows' metrics
 CREATE TEMP TABLE exp1 (userid, name, city) AS VALUES
 	(124, 'Raul', 'Oaxaca'), (125, 'Mercedes', 'Guadalajara'), (126, 'Lily', 'Cancun');
@@ -214,8 +214,8 @@ SELECT what, CASE WHEN ok THEN 'ok' ELSE 'MISMATCH' END AS result FROM demo_chec
 DO $$
 BEGIN
 	IF EXISTS (SELECT FROM demo_check WHERE NOT ok) THEN
-		RAISE EXCEPTION 'demo: results differ from SPEC section 8 in: %',
+		RAISE EXCEPTION 'demo: results differ from docs/semantics.md §8 in: %',
 			(SELECT string_agg(what, ', ') FROM demo_check WHERE NOT ok);
 	END IF;
 END $$;
-\echo 'all examples match SPEC section 8'
+\echo 'all examples match docs/semantics.md §8'

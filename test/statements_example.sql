@@ -1,7 +1,7 @@
 --
--- statements_example.sql: the worked examples 1-4 of SPEC §8 written as a
+-- statements_example.sql: the worked examples 1-4 of semantics §8 written as a
 -- Databricks pipeline (CREATE OR REFRESH STREAMING TABLE + CREATE FLOW ... AS
--- AUTO CDC INTO), run through the statement form of SPEC §3.1.
+-- AUTO CDC INTO), run through the statement form of semantics §3.1.
 -- sql/statements.sql creates the feeds st_users_cdf and st_users_cdf_trunc
 -- and then includes this file with \i.
 --

@@ -8,8 +8,8 @@
 #   (a) autocdc: create_snapshot_flow(..., stored_as_scd_type => '2') and
 #       SELECT * FROM autocdc.run_flow(...) once per snapshot;
 #   (b) the SQL dbt-postgres runs for `dbt snapshot` with the check strategy
-#       (check_cols = 'all', hard_deletes = 'invalidate'), as rendered in
-#       reference/peers.md §3.1, run with plain psql: CREATE TABLE AS on the
+#       (check_cols = 'all', hard_deletes = 'invalidate'), written out as
+#       dbt-postgres renders its snapshot macros, run with plain psql: CREATE TABLE AS on the
 #       first run; later runs build the staging temp table (snapshot FULL
 #       scan joined with every open row), then UPDATE + INSERT, in one
 #       transaction.

@@ -1,5 +1,5 @@
 # 010_property.pl — randomized property test: the autocdc engine against a
-# small, independent Perl model of the SPEC §4 fold.
+# small, independent Perl model of the semantics §4 fold.
 #
 # Each "stream" is a random list of feed events (a few keys, sequences drawn
 # from a small range so that equal sequences collide often, upserts with
@@ -7,7 +7,7 @@
 # feed table in random runs (each run: one or more transactions, each of one
 # or more INSERT statements), with autocdc.run_flow() after every run.  After
 # the last run the target must equal, row for row, what the model computes
-# from the SPEC text: ties settled first (last arrival wins, truncates
+# from the text of docs/semantics.md: ties settled first (last arrival wins, truncates
 # included), truncates as per-key deletes at their arrival position, SCD 1
 # with and without ignore_null_updates, SCD 2 versions with tracked subsets
 # and ignore-null filling from the version open at that point of the walk.
@@ -58,7 +58,7 @@ note "seed $seed, $streams_per_mode streams per mode";
 my @COLS = qw(a b c);
 
 ############################################################################
-# The model (SPEC §4).  Events are hashes {k, a, b, c, op, seq} in arrival
+# The model (semantics §4).  Events are hashes {k, a, b, c, op, seq} in arrival
 # order.  Classification: truncate iff op = 'T', else delete iff op = 'D',
 # else upsert (op NULL makes both conditions NULL, i.e. false: an upsert).
 ############################################################################
@@ -210,7 +210,7 @@ sub render
 }
 
 ############################################################################
-# Model sanity: SPEC §8 examples 1-4 (name -> a, city -> b, c unused).
+# Model sanity: semantics §8 examples 1-4 (name -> a, city -> b, c unused).
 ############################################################################
 {
 	my @ex = map {
@@ -226,12 +226,12 @@ sub render
 		[ 123, 'Isabel',   'Chihuahua',   'U', 5 ]);
 	is( render(0, model_scd1(\@ex, 0)),
 		"124|'Raul'|'Oaxaca'|NULL\n125|'Mercedes'|'Guadalajara'|NULL\n126|'Lily'|'Cancun'|NULL",
-		'model: SPEC example 1');
+		'model: example 1');
 	my @ex2 = (@ex,
 		{ k => undef, a => undef, b => undef, c => undef, op => 'T', seq => 3 });
 	is( render(0, model_scd1(\@ex2, 0)),
 		"125|'Mercedes'|'Guadalajara'|NULL",
-		'model: SPEC example 2');
+		'model: example 2');
 	is( render(1, model_scd2(\@ex, 0, [qw(a b c)])),
 		join("\n",
 			"123|'Isabel'|'Monterrey'|NULL|1|5",
@@ -241,14 +241,14 @@ sub render
 			"125|'Mercedes'|'Mexicali'|NULL|5|6",
 			"125|'Mercedes'|'Guadalajara'|NULL|6|NULL",
 			"126|'Lily'|'Cancun'|NULL|2|NULL"),
-		'model: SPEC example 3');
+		'model: example 3');
 	is( render(1, model_scd2(\@ex, 0, [qw(a c)])),
 		join("\n",
 			"123|'Isabel'|'Chihuahua'|NULL|1|6",
 			"124|'Raul'|'Oaxaca'|NULL|1|NULL",
 			"125|'Mercedes'|'Guadalajara'|NULL|2|NULL",
 			"126|'Lily'|'Cancun'|NULL|2|NULL"),
-		'model: SPEC example 4');
+		'model: example 4');
 }
 
 ############################################################################

@@ -1,5 +1,5 @@
 
-# Capture guarantees of feed sources (SPEC §2): transactional create_flow,
+# Capture guarantees of feed sources (semantics §2): transactional create_flow,
 # first read, late-committing transactions, purged feed rows, runs inside a
 # writing transaction, and exactly-once application across immediate
 # shutdowns (between a feed commit and the apply, in the middle of a run, and

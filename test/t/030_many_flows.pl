@@ -1,5 +1,5 @@
 
-# Many flows in one database (SPEC §2 "Capture mechanics"): the number of
+# Many flows in one database (semantics §2 "Capture mechanics"): the number of
 # flows is not limited by max_replication_slots.  100 feeds and 100 flows
 # with the default max_replication_slots, one autocdc slot, correct targets,
 # and drop_flow(name, true) removes everything of theirs.

@@ -1,5 +1,5 @@
 
-# Concurrent runs (SPEC §2, §3): runs of different flows queue for the one
+# Concurrent runs (semantics §2, §3): runs of different flows queue for the one
 # slot and never fail because it is busy; two runs of one flow never apply it
 # at once (the second waits for the first and then applies only what is
 # left); a REPEATABLE READ transaction whose snapshot predates the flow's

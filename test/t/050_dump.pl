@@ -1,5 +1,5 @@
 
-# Flows survive pg_dump and restore (SPEC §3): the catalog is kept by the
+# Flows survive pg_dump and restore (semantics §3): the catalog is kept by the
 # extension's config tables (names, not OIDs), the capture publication is an
 # extension member (not dumped), the targets and hidden state are ordinary
 # tables.  In the restored database the slot the progress belonged to does

@@ -1,10 +1,10 @@
 # 060_snapshot_property.pl — randomized property test of snapshot flows
-# (SPEC §6) against an independent Perl model.
+# (semantics §6) against an independent Perl model.
 #
 # Each "sequence" is a random list of successive snapshots of a few keys
 # (rows carried over unchanged, changed in one column, removed, added back;
 # values include NULLs, so identical and NULL-equal rows are common).  The
-# model keeps the target from the SPEC text directly — SCD 1: the last
+# model keeps the target from the text of docs/semantics.md directly — SCD 1: the last
 # snapshot; SCD 2: per key an open version that a snapshot keeps (tracked
 # columns equal; untracked ones change in place), closes and reopens (a
 # tracked column differs), or closes (the key vanished) — and computes each
@@ -149,7 +149,7 @@ sub render
 		} @rows);
 }
 
-# Sanity of the model: SPEC §8 examples 5 (the city in b) and 7 (tracking
+# Sanity of the model: semantics §8 examples 5 (the city in b) and 7 (tracking
 # in a, nontracking in b).
 {
 	my $v1 = { 1 => 'Oaxaca', 2 => 'Monterrey', 3 => 'Tijuana' };
@@ -161,7 +161,7 @@ sub render
 		join("\n", "1|NULL|'Oaxaca'|NULL|1|2", "2|NULL|'Monterrey'|NULL|1|2",
 			"2|NULL|'Carmel'|NULL|2|NULL", "3|NULL|'Tijuana'|NULL|1|2",
 			"3|NULL|'Los Angeles'|NULL|2|NULL", "4|NULL|'Death Valley'|NULL|2|NULL"),
-		'model: SPEC example 5');
+		'model: example 5');
 	my %t7;
 	model_apply(\%t7, { 1 => [ 'a1', 'b1', undef ], 2 => [ 'a2', 'b2', undef ], 4 => [ 'a4', 'b4', undef ] },
 		1, 2, ['a']);
@@ -170,7 +170,7 @@ sub render
 	is(render(\%t7, 2),
 		join("\n", "1|a1|'b1'|NULL|1|2", "2|a2|'b2'|NULL|1|2", "2|a2_new|'b2'|NULL|2|NULL",
 			"3|a3|'b3'|NULL|2|NULL", "4|a4|'b4_new'|NULL|1|NULL"),
-		'model: SPEC example 7');
+		'model: example 7');
 }
 
 ############################################################################

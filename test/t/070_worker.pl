@@ -1,5 +1,5 @@
 
-# The background worker (SPEC §5): continuous apply without run_flow, woken
+# The background worker (semantics §5): continuous apply without run_flow, woken
 # at commit; continuous snapshot flows; pause/resume; coexistence with run_flow (same result as one
 # applier, every event exactly once); error state, back-off and recovery
 # after skip_events while other flows go on; SIGKILL (crash restart),
