@@ -283,6 +283,7 @@ typedef enum FlowColumn
 	FC_ONCE_DONE,
 	FC_SKIP_UPTO,
 	FC_LAST_RUN_AT,
+	FC_WAITING,
 	FC_SNAPSHOT_VERSION,
 	FC_NCOLUMNS
 } FlowColumn;
@@ -323,6 +324,7 @@ static const char *const flow_columns[FC_NCOLUMNS] = {
 	[FC_ONCE_DONE] = "s.once_done",
 	[FC_SKIP_UPTO] = "s.skip_upto",
 	[FC_LAST_RUN_AT] = "s.last_run_at",
+	[FC_WAITING] = "s.waiting_since IS NOT NULL",
 	[FC_SNAPSHOT_VERSION] = "f.snapshot_version",
 };
 
@@ -402,6 +404,8 @@ flow_from_row(HeapTuple tup, TupleDesc desc)
 	f->skip_upto = isnull ? InvalidXLogRecPtr : DatumGetLSN(d);
 	d = FLOW_GET(FC_LAST_RUN_AT, &isnull);
 	f->last_run_at = isnull ? 0 : DatumGetTimestampTz(d);
+	d = FLOW_GET(FC_WAITING, &isnull);
+	f->waiting = !isnull && DatumGetBool(d);
 	f->snapshot_version = flow_text(tup, desc, FC_SNAPSHOT_VERSION);
 	return f;
 }

@@ -63,6 +63,7 @@ typedef struct FlowDef
 	bool		once_done;
 	XLogRecPtr	skip_upto;		/* commits at or before it are skipped */
 	TimestampTz last_run_at;	/* 0: never */
+	bool		waiting;		/* marked waiting for a locked relation */
 	char	   *snapshot_version;	/* last applied version as text, or NULL */
 } FlowDef;
 

@@ -363,7 +363,7 @@ pass_change_flows(List *names, const char *slot, int64 max_events, int64 max_wal
 			flows = lappend(flows, pf);
 			captures = lappend(captures, &pf->capture);
 		}
-		if (pf->flow != NULL)
+		if (pf->flow != NULL && pf->waiting != pf->flow->waiting)
 			catalog_mark_waiting(pf->name, pf->waiting);
 	}
 	if (captures == NIL)
