@@ -53,6 +53,8 @@ CREATE FUNCTION autocdc_internal._pending_errors(OUT flow_id int, OUT error text
 
 -- the worker marks flows whose relations it finds locked
 ALTER TABLE autocdc.flow_state ADD COLUMN waiting_since timestamptz;
+-- and since when a flow is served from the laggard slot
+ALTER TABLE autocdc.flow_state ADD COLUMN laggard_since timestamptz;
 
 -- the database's slots (main and laggard) that can serve flows
 CREATE FUNCTION autocdc_internal._slots(OUT slot_name name, OUT confirmed_flush pg_lsn,
@@ -108,7 +110,8 @@ SELECT f.name,
 				(SELECT pg_catalog.min(o.progress) FROM autocdc.flow_state o
 				   JOIN autocdc.flow fo ON fo.name = o.name
 				  WHERE o.slot_name = s.slot_name AND NOT fo.once), false) AS holds_wal_back,
-	   s.waiting_since
+	   s.waiting_since,
+	   s.laggard_since
   FROM autocdc.flow f
   LEFT JOIN autocdc.target t ON t.id = f.target_id
   LEFT JOIN autocdc.flow_state s ON s.name = f.name

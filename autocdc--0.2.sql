@@ -105,7 +105,8 @@ CREATE TABLE autocdc.flow_state (
 	num_upserted_rows bigint NOT NULL DEFAULT 0,
 	num_deleted_rows bigint NOT NULL DEFAULT 0,
 	num_skipped_events bigint NOT NULL DEFAULT 0,
-	waiting_since timestamptz	-- since when the worker finds a relation of the flow locked
+	waiting_since timestamptz,	-- since when the worker finds a relation of the flow locked
+	laggard_since timestamptz	-- since when the flow is served from the laggard slot
 );
 
 CREATE TABLE autocdc.flow_run_log (
@@ -351,7 +352,8 @@ SELECT f.name,
 				(SELECT pg_catalog.min(o.progress) FROM autocdc.flow_state o
 				   JOIN autocdc.flow fo ON fo.name = o.name
 				  WHERE o.slot_name = s.slot_name AND NOT fo.once), false) AS holds_wal_back,
-	   s.waiting_since
+	   s.waiting_since,
+	   s.laggard_since
   FROM autocdc.flow f
   LEFT JOIN autocdc.target t ON t.id = f.target_id
   LEFT JOIN autocdc.flow_state s ON s.name = f.name

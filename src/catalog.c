@@ -921,7 +921,7 @@ catalog_slot_in_use(const char *prefix)
 
 	arg_text(&a, prefix);
 	cat_exec_latest("SELECT pg_catalog.max(s.slot_name) FROM autocdc.flow_state s "
-					"WHERE s.progress IS NOT NULL AND pg_catalog.starts_with(s.slot_name, $1)",
+					"WHERE pg_catalog.starts_with(s.slot_name, $1)",
 					&a, SPI_OK_SELECT);
 	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 }
@@ -932,9 +932,11 @@ catalog_slot_in_use(const char *prefix)
  * those that are paused, failing, in slow (flow ids), or more than max_lag
  * bytes of WAL behind the newest progress on their slot; back to the main
  * slot those ready to apply, not in slow, whose progress is at or after
- * confirmed.  Sets
- * *oldest to the oldest progress among them.  Without lock, only reads
- * (and writes nothing).
+ * confirmed.  A flow in slow whose first read has not been applied yet (no
+ * progress: any slot can serve it) goes to the laggard slot too, lest the
+ * main lane's slices cut that first read for ever.  Sets *oldest to the
+ * oldest progress among them (invalid if none has progress).  Without lock,
+ * only reads (and writes nothing).
  */
 List *
 catalog_lock_movers(const char *from, bool to_laggard, int64 max_lag, List *slow,
@@ -951,7 +953,7 @@ catalog_lock_movers(const char *from, bool to_laggard, int64 max_lag, List *slow
 	cat_exec(psprintf("SELECT s.name, s.progress FROM autocdc.flow_state s "
 					  "JOIN autocdc.flow f ON f.name OPERATOR(pg_catalog.=) s.name "
 					  "WHERE f.kind OPERATOR(pg_catalog.=) 'cdc' AND NOT f.once "
-					  "AND s.progress IS NOT NULL AND s.slot_name OPERATOR(pg_catalog.=) $1 AND %s %s",
+					  "AND ((s.progress IS NOT NULL AND s.slot_name OPERATOR(pg_catalog.=) $1 AND %s)%s) %s",
 					  to_laggard ?
 					  "(f.paused OR s.retry_at IS NOT NULL OR s.last_error IS NOT NULL "
 					  " OR f.id::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($3) "
@@ -960,6 +962,9 @@ catalog_lock_movers(const char *from, bool to_laggard, int64 max_lag, List *slow
 					  : "NOT f.paused AND s.retry_at IS NULL AND s.last_error IS NULL "
 					  "AND s.progress OPERATOR(pg_catalog.>=) $4 "
 					  "AND NOT f.id::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($3)",
+					  to_laggard ?
+					  " OR (s.progress IS NULL AND s.slot_name IS NULL "
+					  " AND f.id::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($3))" : "",
 					  lock ? "FOR UPDATE OF s SKIP LOCKED" : ""),
 			 &a, SPI_OK_SELECT);
 	*oldest = InvalidXLogRecPtr;
@@ -969,7 +974,7 @@ catalog_lock_movers(const char *from, bool to_laggard, int64 max_lag, List *slow
 		XLogRecPtr	p = DatumGetLSN(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
 
 		result = lappend(result, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
-		if (i == 0 || p < *oldest)
+		if (!isnull && (XLogRecPtrIsInvalid(*oldest) || p < *oldest))
 			*oldest = p;
 	}
 	return result;
@@ -1006,21 +1011,49 @@ catalog_slot_has_flows(const char *slot)
 					&a, SPI_OK_SELECT) > 0;
 }
 
-/* Record that the progress of flows (names; locked) belongs to slot to. */
+/*
+ * Record that the progress of flows (names; locked) belongs to slot to, the
+ * laggard slot (to_laggard: noting since when) or the main slot.
+ */
 void
-catalog_move_flows(List *names, const char *to)
+catalog_move_flows(List *names, const char *to, bool to_laggard)
 {
 	CatArgs		a = {0};
 	ListCell   *lc;
 
 	arg_text(&a, to);
+	arg_bool(&a, to_laggard);
 	foreach(lc, names)
 	{
-		a.n = 1;
+		a.n = 2;
 		arg_text(&a, lfirst(lc));
-		cat_exec("UPDATE autocdc.flow_state SET slot_name = $1 WHERE name OPERATOR(pg_catalog.=) $2",
+		cat_exec("UPDATE autocdc.flow_state SET slot_name = $1, "
+				 "laggard_since = CASE WHEN $2 THEN coalesce(laggard_since, pg_catalog.now()) END "
+				 "WHERE name OPERATOR(pg_catalog.=) $3",
 				 &a, SPI_OK_UPDATE);
 	}
+}
+
+/*
+ * Take the flows served from the laggard slot lag for longer than max_age
+ * ms (skipping those a run holds) off it: their progress then belongs to no
+ * slot, so they need a resync, and they pin nothing.  Returns their names.
+ */
+List *
+catalog_expire_laggards(const char *lag, int max_age)
+{
+	CatArgs		a = {0};
+
+	arg_text(&a, lag);
+	arg_int4(&a, max_age);
+	cat_exec("UPDATE autocdc.flow_state s SET slot_name = NULL, laggard_since = NULL "
+			 "WHERE s.name OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT o.name FROM autocdc.flow_state o "
+			 "  WHERE o.slot_name OPERATOR(pg_catalog.=) $1 AND o.progress IS NOT NULL "
+			 "  AND o.laggard_since OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) "
+			 "      pg_catalog.make_interval(secs => $2 OPERATOR(pg_catalog./) 1000.0)) "
+			 "  FOR UPDATE SKIP LOCKED)) RETURNING s.name",
+			 &a, SPI_OK_UPDATE_RETURNING);
+	return result_strings();
 }
 
 /* Move every flow on slot from to slot to (all locked). */

@@ -133,7 +133,8 @@ extern List *catalog_lock_movers(const char *from, bool to_laggard, int64 max_la
 								 XLogRecPtr confirmed, bool lock, XLogRecPtr *oldest);
 extern bool catalog_lock_slot_flows(const char *slot);
 extern bool catalog_slot_has_flows(const char *slot);
-extern void catalog_move_flows(List *names, const char *to);
+extern void catalog_move_flows(List *names, const char *to, bool to_laggard);
+extern List *catalog_expire_laggards(const char *lag, int max_age);
 extern void catalog_move_slot_flows(const char *from, const char *to);
 extern void catalog_mark_waiting(const char *name, bool waiting);
 extern List *catalog_due_snapshot_flows(void);

@@ -27,6 +27,7 @@
 
 #include "miscadmin.h"
 #include "storage/standby.h"
+#include "utils/builtins.h"
 #include "utils/timestamp.h"
 
 #include "catalog.h"
@@ -67,7 +68,7 @@ lanes_rebalance(List *slow)
 
 	/* what should move to the laggard slot, and does it need a new copy? */
 	to_lag = catalog_lock_movers(main, true, max_lag, slow, InvalidXLogRecPtr, false, &oldest);
-	if (to_lag != NIL && (!have_lag || lconf > oldest))
+	if (to_lag != NIL && (!have_lag || (!XLogRecPtrIsInvalid(oldest) && lconf > oldest)))
 	{
 		if (slots_count() < 3)
 			copy = slots_copy_main();
@@ -87,6 +88,16 @@ lanes_rebalance(List *slow)
 	}
 
 	/* from here on, this transaction writes */
+	if (lag != NULL && !have_lag && catalog_lock_slot_flows(lag))
+	{
+		/*
+		 * Flows recorded on a laggard slot that no longer exists (it cannot
+		 * happen through these moves): the main lane takes them up, and
+		 * shows those whose progress it cannot serve as needing a resync.
+		 */
+		catalog_move_slot_flows(lag, NULL);
+		lag = NULL;
+	}
 	if (copy != NULL)
 	{
 		if (have_lag && !catalog_lock_slot_flows(lag))
@@ -109,7 +120,7 @@ lanes_rebalance(List *slow)
 		back = catalog_lock_movers(lag, false, 0, slow, mconf, true, &oldest);
 		if (back != NIL)
 		{
-			catalog_move_flows(back, main);
+			catalog_move_flows(back, main, false);
 			moved = true;
 		}
 	}
@@ -118,9 +129,22 @@ lanes_rebalance(List *slow)
 		to_lag = catalog_lock_movers(main, true, max_lag, slow, InvalidXLogRecPtr, true, &oldest);
 		if (to_lag != NIL)
 		{
-			catalog_move_flows(to_lag, lag);
+			catalog_move_flows(to_lag, lag, true);
 			moved = true;
 		}
+	}
+	if (have_lag && autocdc_max_lag_age > 0)
+	{
+		List	   *expired = catalog_expire_laggards(lag, autocdc_max_lag_age);
+		ListCell   *lc;
+
+		foreach(lc, expired)
+			ereport(WARNING,
+					(errmsg("autocdc: flow \"%s\" was served from the laggard slot longer than autocdc.max_lag_age; it needs a resync",
+							(char *) lfirst(lc)),
+					 errdetail("Its source position no longer pins WAL."),
+					 errhint("Run SELECT autocdc.full_refresh(%s).", quote_literal_cstr(lfirst(lc)))));
+		moved = moved || expired != NIL;
 	}
 
 	/*

@@ -24,13 +24,17 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include "access/table.h"
 #include "access/xact.h"
+#include "catalog/pg_class.h"
 #include "miscadmin.h"
+#include "storage/bufmgr.h"
 #include "storage/latch.h"
 #include "storage/lmgr.h"
 #include "utils/backend_status.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
+#include "utils/rel.h"
 #include "utils/timeout.h"
 #include "utils/timestamp.h"
 
@@ -64,6 +68,7 @@ typedef struct PassFlow
 	TimestampTz started;
 	ResourceOwner owner;		/* of its batch's files */
 	bool		waiting;		/* a relation of it was locked: sits out */
+	bool		sliced;			/* in the main lane's time-sliced pass */
 	XLogRecPtr	stored;			/* its progress as recorded before the pass */
 } PassFlow;
 
@@ -268,9 +273,28 @@ lock_flow_relations(FlowDef *flow)
 }
 
 /*
+ * Would a flow's first read stall the main lane's pass?  It reads the whole
+ * feed before the pass decodes, outside any slice: past FIRST_READ_PAGES of
+ * feed the laggard worker does it instead.
+ */
+#define FIRST_READ_PAGES 1024
+static bool
+first_read_too_big(FlowDef *flow)
+{
+	Relation	rel = table_open(flow->source, NoLock);
+	bool		big = RELKIND_HAS_STORAGE(rel->rd_rel->relkind) &&
+		RelationGetNumberOfBlocks(rel) > FIRST_READ_PAGES;
+
+	table_close(rel, NoLock);
+	return big;
+}
+
+/*
  * Load and prepare a flow of the pass.  A 'once' flow is applied whole
  * here; a change flow whose target another writer holds, or whose source,
- * target or hidden state someone has locked, waits for the next pass.
+ * target or hidden state someone has locked, waits for the next pass; in
+ * the main lane, a flow whose first read is large is noted slow (the
+ * laggard worker reads it).
  */
 static void
 pass_prepare(PassFlow *pf)
@@ -284,6 +308,15 @@ pass_prepare(PassFlow *pf)
 	if (!lock_flow_relations(pf->flow))
 	{
 		pf->waiting = true;
+		return;
+	}
+	if (pf->sliced && !pf->flow->has_progress && !pf->flow->once &&
+		first_read_too_big(pf->flow))
+	{
+		ereport(DEBUG1,
+				(errmsg("autocdc: flow \"%s\" reads a large table first; the laggard worker applies it",
+						pf->name)));
+		note_slow(pf->flow->id);
 		return;
 	}
 	pf->started = GetCurrentTimestamp();
@@ -358,6 +391,7 @@ pass_change_flows(List *names, const char *slot, int64 max_events, int64 max_wal
 		PassFlow   *pf = palloc0(sizeof(PassFlow));
 
 		pf->name = lfirst(lc);
+		pf->sliced = sliced;
 		if (run_guarded(pf, pass_prepare, sliced, true, false) && pf->ready)
 		{
 			flows = lappend(flows, pf);

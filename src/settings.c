@@ -25,7 +25,38 @@ int			autocdc_run_log_retention = 7 * 24 * 60;	/* min, -1: forever */
 int			autocdc_flow_time_slice = 1000; /* ms */
 int			autocdc_max_lag = 64 * 1024;	/* kB of WAL */
 int			autocdc_max_pass_wal = 256 * 1024;	/* kB of WAL */
+int			autocdc_max_lag_age = 0;	/* ms, 0: no limit */
 int			autocdc_test_pause_after_copy = 0;	/* ms */
+
+/*
+ * How a run shares autocdc.work_mem (README "Memory"):
+ * half for the touched keys and the events they hold, an eighth for each
+ * tuplestore (a run has at most four in memory at once) and a quarter for
+ * each sort or hash of its queries.  A run's peak private memory then stays
+ * near autocdc.work_mem (decoding, which ends before the apply begins, has
+ * autocdc.decoding_work_mem), whatever the size of its transactions.
+ */
+
+/* kB one tuplestore of a run may hold in memory before spilling. */
+int
+settings_store_mem(void)
+{
+	return Max(64, autocdc_work_mem / 8);
+}
+
+/* kB for work_mem while a run's queries run. */
+int
+settings_query_mem(void)
+{
+	return Max(64, autocdc_work_mem / 4);
+}
+
+/* Bytes the touched-keys hash of a run may hold, events included. */
+Size
+settings_keys_mem(void)
+{
+	return (Size) autocdc_work_mem * 1024 / 2;
+}
 
 /* Define the parameters and reserve their prefix. */
 void
@@ -38,7 +69,7 @@ settings_define(void)
 							PGC_USERSET, GUC_UNIT_KB, NULL, NULL, NULL);
 	DefineCustomIntVariable("autocdc.work_mem",
 							"Memory a run may use for its batches and sorts before spilling to disk.",
-							"Sets work_mem while a run applies a flow.",
+							"Half holds the keys a run touches, the rest its tuplestores and the work_mem of its queries.",
 							&autocdc_work_mem, 128 * 1024, 64, MAX_KILOBYTES,
 							PGC_USERSET, GUC_UNIT_KB, NULL, NULL, NULL);
 	DefineCustomBoolVariable("autocdc.enabled",
@@ -83,6 +114,11 @@ settings_define(void)
 							"Passes end at the first record past this much WAL; 0 means no limit.",
 							&autocdc_max_pass_wal, 256 * 1024, 0, MAX_KILOBYTES,
 							PGC_SIGHUP, GUC_UNIT_KB, NULL, NULL, NULL);
+	DefineCustomIntVariable("autocdc.max_lag_age",
+							"How long a flow may be served from the laggard slot before it is set to need a resync.",
+							"It then pins no WAL and no catalog_xmin; autocdc.full_refresh brings it back.  0 means no limit.",
+							&autocdc_max_lag_age, 0, 0, INT_MAX,
+							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
 	DefineCustomIntVariable("autocdc.test_pause_after_copy",
 							"For tests: how long the main worker pauses between copying a slot and committing the moves.",
 							NULL, &autocdc_test_pause_after_copy, 0, 0, 3600 * 1000,

@@ -11,6 +11,8 @@
 #      transaction (his flow shows 'waiting', and catches up afterwards);
 #   3. an ALTER TABLE on bob's feed waits behind his open transaction;
 #      bob's flow applies a 2M-row transaction (which completes);
+#      bob creates a flow over a table of 300k rows, whose first read takes
+#      longer than a slice (the laggard worker applies it);
 # and with WAL behind a paused flow of bob's,
 #   4. the paused flow moves to the laggard slot, the main slot's restart
 #      point moves on, autocdc.flows names the flow that holds WAL back, and
@@ -18,7 +20,9 @@
 #      two passes; resumed, bob's flow applies every event exactly once and
 #      returns to the main slot;
 #   5. killing the worker between a slot copy and the commit of the moves
-#      loses and doubles nothing.
+#      loses and doubles nothing;
+#   6. with autocdc.max_lag_age, a flow served from the laggard slot longer
+#      than that needs a resync and pins nothing; full_refresh brings it back.
 # A sampler session counts the database's slots every 20 ms: never more
 # than three, two at rest.
 
@@ -213,6 +217,25 @@ wait_for(q{SELECT state = 'idle' FROM autocdc.flows WHERE name = 'bob_flow'}, '2
 	is(flow_col('bob_flow', "coalesce(last_error, 'none')"), 'none', '3b: without an error');
 }
 
+# 3c. a first read longer than a slice: cut in the main lane, it must be
+# applied apart (a flow without progress used to stay in the main lane,
+# its first read cut at every pass)
+{
+	as('bob', q{
+		CREATE TABLE bob.big (id int, v text, seq bigint);
+		INSERT INTO bob.big SELECT g, md5(g::text), g FROM generate_series(1, 300000) g;});
+	# the worker decodes that transaction (3b: a cost of its own) before
+	sleep(3);
+	as('bob', q{SELECT autocdc.create_flow(target => 'bob.big_tgt', source => 'bob.big', keys => '{id}',
+			sequence_by => 'seq', name => 'bob_big');});
+	$worst = worst_latency(8);
+	cmp_ok($worst, '<', 1, "3c: alice's latency stays under 1 s while bob's flow reads its table first (worst $worst s)");
+	wait_for(q{SELECT count(*) = 300000 FROM bob.big_tgt}, '3c: bob\'s first read is applied');
+	is(flow_col('bob_big', "lane || ' ' || coalesce(last_error, 'none')"), 'laggard none',
+		'3c: by the laggard worker, without an error');
+	as('bob', q{SELECT autocdc.drop_flow('bob_big'); DROP TABLE bob.big});
+}
+
 # 4. WAL behind a paused flow of bob's
 as('bob', q{INSERT INTO bob.feed (id, v) VALUES (3, 'x')});
 wait_for(q{SELECT count(*) = 1 FROM bob.tgt WHERE id = 3}, '4: bob is up to date');
@@ -310,6 +333,29 @@ is(sql(q{SELECT count(*) FROM alice.tgt}), sql(q{SELECT count(DISTINCT id) FROM 
 is(flow_col('alice_flow', 'num_events'), sql(q{SELECT count(*) FROM alice.feed}),
 	'5: and her flow counted each event once');
 $sampler = undef;
+
+# 6. autocdc.max_lag_age
+$node->append_conf('postgresql.conf', 'autocdc.max_lag_age = 3s');
+$node->reload;
+$log_offset = -s $node->logfile;
+as('alice', q{SELECT autocdc.pause_flow('alice_flow')});
+$id = $next_id++;
+as('alice', qq{INSERT INTO alice.feed (id, v) VALUES ($id, 'late')});
+wait_for(q{SELECT lane = 'laggard' AND laggard_since IS NOT NULL FROM autocdc.flows WHERE name = 'alice_flow'},
+	'6: the paused flow is on the laggard slot, since a time shown');
+$node->wait_for_log(qr/flow "alice_flow" was served from the laggard slot longer than autocdc.max_lag_age; it needs a resync/,
+	$log_offset);
+ok(1, '6: after autocdc.max_lag_age the worker says it needs a resync');
+wait_for(q{SELECT count(*) = 1 FROM pg_replication_slots WHERE slot_name LIKE 'autocdc\_%'},
+	'6: and its laggard slot is dropped');
+as('alice', q{SELECT autocdc.resume_flow('alice_flow')});
+is(flow_col('alice_flow', "state || ' ' || coalesce(lane, 'none')"), 'needs_resync none',
+	'6: resumed, the flow needs a resync and pins nothing');
+as('alice', q{SELECT autocdc.full_refresh('alice_flow')});
+wait_for(q{SELECT state = 'idle' FROM autocdc.flows WHERE name = 'alice_flow'}, '6: full_refresh brings it back');
+is(sql(qq{SELECT count(*) FROM alice.tgt WHERE id = $id}), '1', '6: with the change it had not applied');
+$node->append_conf('postgresql.conf', 'autocdc.max_lag_age = 0');
+$node->reload;
 
 # the slot samples (the sampler died with the crash: its samples committed)
 my $max = sql(q{SELECT max(n) FROM slot_samples});
