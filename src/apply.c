@@ -19,15 +19,18 @@
  * A run is set-based: one query classifies the batch (user expressions are
  * evaluated there, as the owner) while C validates each event and gathers
  * the distinct touched keys in a hash table, whose entries hold the keys'
- * new events while they fit in work_mem (for SCD 1 without
- * ignore_null_updates only each key's last event, whatever the batch's
- * size: nothing else can matter).  One query then returns the target rows
+ * new events (for SCD 1 without ignore_null_updates only each key's last
+ * event: nothing else can matter) while all that fits in half of
+ * autocdc.work_mem.  One query then returns the target rows
  * and state events of the touched keys, reached through their indexes and
  * sorted by key and (sequence, arrival); the fold walks that stream key by
  * key in C, adding each key's new events from the hash, then folds the
- * keys met nowhere else.  Past work_mem, or when a truncate touches every
- * key, the new events go to a tuplestore instead and the same query sorts
- * them in.  A few statements write the differences: deletes by ctid, an
+ * keys met nowhere else.  Past that memory, or when a truncate touches
+ * every key, the hash is given up: the new events go to a tuplestore, SQL
+ * finds their distinct keys, and the same query sorts them in.  Each
+ * tuplestore and each query's sorts get their own share of
+ * autocdc.work_mem (settings.c), so that a run's memory does not grow with
+ * its transactions.  A few statements write the differences: deletes by ctid, an
  * INSERT into the target from a tuplestore, and the state's new rows
  * through heap_multi_insert.
  *
@@ -75,6 +78,7 @@
 #include "kind.h"
 #include "layout.h"
 #include "storage.h"
+#include "settings.h"
 #include "util.h"
 
 /* tmap values other than a data column */
@@ -115,7 +119,11 @@ typedef struct ApplyCtx
 	MemoryContext groupcxt;
 	MemoryContext cxt;			/* lives for the whole apply */
 	/* distinct keys of the new events, gathered while classifying */
-	HTAB	   *keyhash;		/* NULL: a key type cannot be hashed */
+	MemoryContext keycxt;		/* the keyhash, its keys and their events */
+	MemoryContext tupcxt;		/* (in keycxt) key values and event tuples,
+								 * packed: they are rarely freed */
+	HTAB	   *keyhash;		/* NULL: a key type cannot be hashed, or the
+								 * keys outgrew their share of memory */
 	FmgrInfo   *keyhashfn;		/* per key column */
 	Tuplestorestate *keyts;
 	TupleDesc	keydesc;
@@ -123,7 +131,7 @@ typedef struct ApplyCtx
 	bool		last_only;		/* keep only each key's last event (SCD 1) */
 	struct KeyEntry **entries;	/* the keyhash's entries, first seen first */
 	bool		inmem;			/* new events are held by their key's entry */
-	Size		evbytes;		/* memory those events take */
+	bool		keys_outgrew;	/* the keyhash was given up for its size */
 	bool		hashfold;		/* the fold takes new events from the entries */
 	int64		njoinkeys;		/* keys the fold's query joins to; -1: all */
 } ApplyCtx;
@@ -147,6 +155,8 @@ typedef struct KeyEntry
 								 * order; for SCD 1 only the last so far */
 	int			nevs,
 				maxevs;
+	HeapTuple	last;			/* SCD 1: evs points here */
+	Size		lastsize;		/* SCD 1: bytes allocated for last */
 	Datum		seq;			/* SCD 1: sequence of evs[0] */
 	bool		done;			/* folded */
 } KeyEntry;
@@ -389,13 +399,16 @@ keys_setup(ApplyCtx *a)
 		TupleDescInitEntryCollation(a->keydesc, k + 1, att->attcollation);
 	}
 	a->keydesc = BlessTupleDesc(a->keydesc);
-	a->keyts = tuplestore_begin_heap(false, false, work_mem);
+	a->keyts = tuplestore_begin_heap(false, false, settings_store_mem());
+	a->keycxt = AllocSetContextCreate(a->cxt, "autocdc touched keys", ALLOCSET_DEFAULT_SIZES);
+	a->tupcxt = GenerationContextCreate(a->keycxt, "autocdc touched keys' events",
+										ALLOCSET_DEFAULT_SIZES);
 	memset(&ctl, 0, sizeof(ctl));
 	ctl.keysize = sizeof(Datum *);
 	ctl.entrysize = sizeof(KeyEntry);
 	ctl.hash = key_hash;
 	ctl.match = key_match;
-	ctl.hcxt = a->cxt;
+	ctl.hcxt = a->keycxt;
 	a->keyhash = hash_create("autocdc keys", 1024, &ctl,
 							 HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_CONTEXT);
 	hashing_ctx = a;
@@ -419,7 +432,7 @@ keys_add(ApplyCtx *a, Datum *values, bool *nulls)
 	entry = hash_search(a->keyhash, &probep, HASH_ENTER, &found);
 	if (!found)
 	{
-		MemoryContext old = MemoryContextSwitchTo(a->cxt);
+		MemoryContext old = MemoryContextSwitchTo(a->tupcxt);
 		Datum	   *copy = palloc(sizeof(Datum) * a->c.nkeys);
 		bool		knulls[INDEX_MAX_KEYS];
 
@@ -430,9 +443,12 @@ keys_add(ApplyCtx *a, Datum *values, bool *nulls)
 			copy[k] = datumCopy(probe[k], att->attbyval, att->attlen);
 			knulls[k] = false;
 		}
+		MemoryContextSwitchTo(a->keycxt);
 		entry->keyvals = copy;
 		entry->evs = NULL;
 		entry->nevs = entry->maxevs = 0;
+		entry->last = NULL;
+		entry->lastsize = 0;
 		entry->done = false;
 		tuplestore_putvalues(a->keyts, a->keydesc, copy, knulls);
 		if ((a->nkeys_distinct & (a->nkeys_distinct - 1)) == 0)
@@ -447,8 +463,8 @@ keys_add(ApplyCtx *a, Datum *values, bool *nulls)
 
 /*
  * Move the events held by the keyhash's entries to the events tuplestore
- * (which spills to disk), for the fold to read them through SQL: the batch
- * outgrew work_mem, or the fold must read every key (truncates).
+ * (which spills to disk), for the fold to read them through SQL: the keys
+ * outgrew their memory, or the fold must read every key (truncates).
  */
 static void
 spill_entries(ApplyCtx *a, Tuplestorestate *events)
@@ -466,9 +482,60 @@ spill_entries(ApplyCtx *a, Tuplestorestate *events)
 			heap_freetuple(entry->evs[j]);
 		}
 		entry->nevs = 0;
+		entry->last = NULL;
 	}
 	a->inmem = false;
-	a->evbytes = 0;
+}
+
+/*
+ * When the touched keys and the events they hold outgrow their share of
+ * autocdc.work_mem, give them up: the events go to the events tuplestore
+ * (later ones straight there), and SQL finds the distinct keys and sorts
+ * the events in, spilling to disk as it needs.
+ */
+static void
+keys_check_memory(ApplyCtx *a, Tuplestorestate *events)
+{
+	if (MemoryContextMemAllocated(a->keycxt, true) <= settings_keys_mem())
+		return;
+	elog(DEBUG1, "autocdc: flow \"%s\": " INT64_FORMAT " touched keys outgrew their memory",
+		 a->flow->name, a->nkeys_distinct);
+	spill_entries(a, events);
+	tuplestore_end(a->keyts);
+	a->keyts = NULL;
+	MemoryContextDelete(a->keycxt);
+	a->keycxt = NULL;
+	a->keyhash = NULL;
+	a->entries = NULL;
+	a->nkeys_distinct = 0;
+	a->keys_outgrew = true;
+	hashing_ctx = NULL;
+}
+
+/*
+ * Make tup (a copy of it) the last event an SCD 1 key holds.  Rows of fixed
+ * width overwrite the previous one where it is: the packed context does not
+ * reuse what is freed.
+ */
+static void
+keep_last(ApplyCtx *a, KeyEntry *entry, HeapTuple tup)
+{
+	Size		size = HEAPTUPLESIZE + tup->t_len;
+
+	if (entry->last == NULL || size > entry->lastsize)
+	{
+		if (entry->last != NULL)
+			pfree(entry->last);
+		entry->last = MemoryContextAlloc(a->tupcxt, size);
+		entry->lastsize = size;
+		entry->evs = &entry->last;
+		entry->nevs = entry->maxevs = 1;
+	}
+	entry->last->t_len = tup->t_len;
+	entry->last->t_self = tup->t_self;
+	entry->last->t_tableOid = tup->t_tableOid;
+	entry->last->t_data = (HeapTupleHeader) ((char *) entry->last + HEAPTUPLESIZE);
+	memcpy(entry->last->t_data, tup->t_data, tup->t_len);
 }
 
 /* State of the classification of one batch. */
@@ -573,39 +640,31 @@ classify_row(HeapTuple tup, TupleDesc desc, void *arg)
 		{
 			if (entry->nevs == 0 || fold_seq_compare(&a->c, values[a->c.ndata], entry->seq) >= 0)
 			{
-				old = MemoryContextSwitchTo(a->cxt);
-				if (entry->nevs == 0)
-				{
-					entry->evs = palloc(sizeof(HeapTuple));
-					entry->nevs = entry->maxevs = 1;
-				}
-				else
-					heap_freetuple(entry->evs[0]);
-				entry->evs[0] = form_state_tuple(a, values, nulls, values[a->c.ndata], lsn,
-												 DatumGetInt64(values[a->c.ndata + 2]), kind);
-				entry->seq = heap_getattr(entry->evs[0], a->bk[0] + 1, a->sdesc, &isnull);
-				MemoryContextSwitchTo(old);
+				tup = form_state_tuple(a, values, nulls, values[a->c.ndata], lsn,
+									   DatumGetInt64(values[a->c.ndata + 2]), kind);
+				keep_last(a, entry, tup);
+				heap_freetuple(tup);
+				entry->seq = heap_getattr(entry->last, a->bk[0] + 1, a->sdesc, &isnull);
 			}
+			keys_check_memory(a, cs->events);
 			return;
 		}
-		if (a->inmem)
+		/* while the keyhash lasts, its entries hold the events */
+		Assert(a->inmem);
+		old = MemoryContextSwitchTo(a->tupcxt);
+		tup = form_state_tuple(a, values, nulls, values[a->c.ndata], lsn,
+							   DatumGetInt64(values[a->c.ndata + 2]), kind);
+		MemoryContextSwitchTo(a->keycxt);
+		if (entry->nevs >= entry->maxevs)
 		{
-			old = MemoryContextSwitchTo(a->cxt);
-			tup = form_state_tuple(a, values, nulls, values[a->c.ndata], lsn,
-								   DatumGetInt64(values[a->c.ndata + 2]), kind);
-			if (entry->nevs >= entry->maxevs)
-			{
-				entry->maxevs = entry->maxevs ? entry->maxevs * 2 : 2;
-				entry->evs = entry->evs ? repalloc(entry->evs, sizeof(HeapTuple) * entry->maxevs)
-					: palloc(sizeof(HeapTuple) * entry->maxevs);
-			}
-			entry->evs[entry->nevs++] = tup;
-			MemoryContextSwitchTo(old);
-			a->evbytes += GetMemoryChunkSpace(tup) + sizeof(HeapTuple);
-			if (a->evbytes > (Size) work_mem * 1024)
-				spill_entries(a, cs->events);
-			return;
+			entry->maxevs = entry->maxevs ? entry->maxevs * 2 : 2;
+			entry->evs = entry->evs ? repalloc(entry->evs, sizeof(HeapTuple) * entry->maxevs)
+				: palloc(sizeof(HeapTuple) * entry->maxevs);
 		}
+		entry->evs[entry->nevs++] = tup;
+		MemoryContextSwitchTo(old);
+		keys_check_memory(a, cs->events);
+		return;
 	}
 	put_state_row(a, cs->events, values, nulls, values[a->c.ndata], lsn,
 				  DatumGetInt64(values[a->c.ndata + 2]), kind);
@@ -1008,7 +1067,7 @@ touched_keys_join(ApplyCtx *a)
 		return psprintf(" JOIN autocdc_internal._keys() AS k(%s) ON %s", coldefs.data, cond.data);
 	}
 	old = MemoryContextSwitchTo(a->cxt);
-	ts = tuplestore_begin_heap(false, false, work_mem);
+	ts = tuplestore_begin_heap(false, false, settings_store_mem());
 	MemoryContextSwitchTo(old);
 
 	kr.ts = ts;
@@ -1112,6 +1171,7 @@ fold_entry(FoldScan *fs, KeyEntry *entry)
 	for (j = 0; j < entry->nevs; j++)
 		heap_freetuple(entry->evs[j]);
 	entry->nevs = 0;
+	entry->last = NULL;
 	entry->done = true;
 }
 
@@ -1191,25 +1251,45 @@ fold_chunk_end(void *arg)
 	MemoryContextSwitchTo(old);
 }
 
-/* Run a statement with a tid[] parameter: delete rows by ctid. */
+/*
+ * Delete rows by ctid, with a tid[] parameter of at most DELETE_CHUNK
+ * elements per statement (the array and the scan's sorted copy of it stay
+ * small).
+ */
 static void
 delete_tids(Oid relid, ItemPointerData *tids, int n)
 {
+#define DELETE_CHUNK 65536
 	Datum	   *d;
-	int			i;
-	Datum		arr;
+	int			i,
+				from;
 	Oid			argtype = TIDARRAYOID;
 	char	   *sql;
+	SPIPlanPtr	plan;
 
 	if (n == 0)
 		return;
-	d = palloc(sizeof(Datum) * n);
-	for (i = 0; i < n; i++)
-		d[i] = ItemPointerGetDatum(&tids[i]);
-	arr = PointerGetDatum(construct_array(d, n, TIDOID, sizeof(ItemPointerData), false, TYPALIGN_SHORT));
 	sql = psprintf("DELETE FROM ONLY %s WHERE ctid OPERATOR(pg_catalog.=) ANY ($1)", qualified_relname(relid));
-	if (SPI_execute_with_args(sql, 1, &argtype, &arr, NULL, false, 0) != SPI_OK_DELETE)
-		elog(ERROR, "could not delete rows of %s", qualified_relname(relid));
+	plan = SPI_prepare(sql, 1, &argtype);
+	if (plan == NULL)
+		elog(ERROR, "could not prepare the deletion of rows of %s", qualified_relname(relid));
+	d = palloc(sizeof(Datum) * Min(n, DELETE_CHUNK));
+	for (from = 0; from < n; from += DELETE_CHUNK)
+	{
+		int			len = Min(n - from, DELETE_CHUNK);
+		ArrayType  *arr;
+		Datum		arg;
+
+		for (i = 0; i < len; i++)
+			d[i] = ItemPointerGetDatum(&tids[from + i]);
+		arr = construct_array(d, len, TIDOID, sizeof(ItemPointerData), false, TYPALIGN_SHORT);
+		arg = PointerGetDatum(arr);
+		if (SPI_execute_plan(plan, &arg, NULL, false, 0) != SPI_OK_DELETE)
+			elog(ERROR, "could not delete rows of %s", qualified_relname(relid));
+		pfree(arr);
+	}
+	SPI_freeplan(plan);
+	pfree(d);
 }
 
 /*
@@ -1260,9 +1340,14 @@ insert_state_rows(ApplyCtx *a)
 	int			n = 0,
 				i;
 	bool		more = true;
+	MemoryContext batchcxt,
+				old;
 
 	if (a->nsins == 0)
 		return;
+	/* heap tuples made from the minimal-tuple slots, freed a batch at a time */
+	batchcxt = AllocSetContextCreate(CurrentMemoryContext, "autocdc state insert",
+									 ALLOCSET_DEFAULT_SIZES);
 	rel = table_open(a->staterel, RowExclusiveLock);
 	estate = CreateExecutorState();
 	rri = makeNode(ResultRelInfo);
@@ -1278,6 +1363,7 @@ insert_state_rows(ApplyCtx *a)
 			n++;
 		if (n == STATE_INSERT_BATCH || (!more && n > 0))
 		{
+			old = MemoryContextSwitchTo(batchcxt);
 			table_multi_insert(rel, slots, n, cid, 0, NULL);
 			for (i = 0; i < n; i++)
 			{
@@ -1285,9 +1371,12 @@ insert_state_rows(ApplyCtx *a)
 				(void) compat_ExecInsertIndexTuples(rri, slots[i], estate);
 				ExecClearTuple(slots[i]);
 			}
+			MemoryContextSwitchTo(old);
+			MemoryContextReset(batchcxt);
 			n = 0;
 		}
 	}
+	MemoryContextDelete(batchcxt);
 	for (i = 0; i < STATE_INSERT_BATCH; i++)
 		ExecDropSingleTupleTableSlot(slots[i]);
 	ExecCloseIndices(rri);
@@ -1299,16 +1388,17 @@ insert_state_rows(ApplyCtx *a)
 }
 
 /*
- * Decide where the fold takes the new events from: the keyhash, unless they
- * outgrew work_mem or the fold must read every key of the target (truncates,
- * refresh); otherwise they go to BATCH_EVENTS for the stream query.
+ * Decide where the fold takes the new events from: the keyhash, unless it
+ * outgrew its memory or the fold must read every key of the target
+ * (truncates, refresh); otherwise they go to BATCH_EVENTS for the stream
+ * query.
  */
 static void
 place_events(ApplyCtx *a, FlowDef *flow, Tuplestorestate *events, int64 nevents,
 			 List *truncs, bool touch_all)
 {
 	a->hashfold = a->inmem && truncs == NIL && !touch_all;
-	if (a->keyhash != NULL)
+	if (a->keyhash != NULL || a->keys_outgrew)
 		elog(DEBUG1, "autocdc: flow \"%s\": " INT64_FORMAT " events %s", flow->name, nevents,
 			 a->hashfold ? "folded from memory" :
 			 a->inmem ? "folded through SQL: the fold reads every key" :
@@ -1537,7 +1627,7 @@ apply_common(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all,
 	apply_setup(&a, flow);
 
 	/* classify and validate */
-	events = tuplestore_begin_heap(false, false, work_mem);
+	events = tuplestore_begin_heap(false, false, settings_store_mem());
 	t0 = GetCurrentTimestamp();
 	if (events_sql == NULL)
 		keys_setup(&a);			/* snapshot events: one per key, possibly millions */
@@ -1552,8 +1642,8 @@ apply_common(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all,
 	place_events(&a, flow, events, nevents, truncs, touch_all);
 
 	/* fold */
-	a.tins = tuplestore_begin_heap(false, false, work_mem);
-	a.sins = tuplestore_begin_heap(false, false, work_mem);
+	a.tins = tuplestore_begin_heap(false, false, settings_store_mem());
+	a.sins = tuplestore_begin_heap(false, false, settings_store_mem());
 	setup_truncates(&a, truncs);
 	fold_all(&a, stream_sql(&a, flow, truncs != NIL || touch_all));
 
@@ -1571,6 +1661,9 @@ apply_common(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all,
 	batch_end(BATCH_EVENTS);
 	batch_end(BATCH_KEYS);
 	MemoryContextDelete(a.groupcxt);
+	if (a.keycxt)
+		MemoryContextDelete(a.keycxt);
+	hashing_ctx = NULL;
 }
 
 /* Apply the captured batch (BATCH_SOURCE) of a flow. */

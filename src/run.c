@@ -38,6 +38,7 @@
 #include "slots.h"
 #include "source.h"
 #include "storage.h"
+#include "settings.h"
 #include "util.h"
 
 /*
@@ -183,7 +184,7 @@ run_new_batch(FlowDef *flow, TupleDesc *bdesc, ResourceOwner owner)
 
 	*bdesc = batch_source_desc(flow->source);
 	CurrentResourceOwner = owner;
-	ts = tuplestore_begin_heap(false, false, work_mem);
+	ts = tuplestore_begin_heap(false, false, settings_store_mem());
 	CurrentResourceOwner = saved;
 	return ts;
 }

@@ -58,9 +58,9 @@ restore_user(Oid saved_uid, int saved_sec)
 }
 
 /*
- * Pin search_path to pg_catalog, pg_temp (turn JIT off, raise work_mem to
- * autocdc.work_mem) until the
- * returned GUC nest level is closed with AtEOXact_GUC(true, level).
+ * Pin search_path to pg_catalog, pg_temp (turn JIT off, give queries their
+ * share of autocdc.work_mem) until the returned GUC nest level is closed
+ * with AtEOXact_GUC(true, level).
  */
 int
 set_safe_search_path(void)
@@ -73,7 +73,9 @@ set_safe_search_path(void)
 	/* the engine's queries are short-lived; compiling them costs more than it saves */
 	(void) set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
-	(void) set_config_option("work_mem", psprintf("%d", Max(autocdc_work_mem, work_mem)),
+	(void) set_config_option("work_mem", psprintf("%d", settings_query_mem()),
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("hash_mem_multiplier", "1",
 							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	return level;
 }
