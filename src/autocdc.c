@@ -31,6 +31,7 @@
 #include "layout.h"
 #include "registry.h"
 #include "settings.h"
+#include "source.h"
 #include "worker.h"
 
 PG_MODULE_MAGIC;
@@ -89,6 +90,7 @@ _PG_init(void)
 	registry_init();
 	guard_init();
 	worker_init();
+	source_init();
 }
 
 /*

@@ -151,6 +151,34 @@ static bool decode_maps_stale = false;
 static bool decode_relcache_callback_registered = false;
 
 /*
+ * PostgreSQL logs two lines at every start of logical decoding; a worker
+ * decoding several times a second would bury the server log in them.  While
+ * autocdc itself decodes, an emit_log_hook keeps exactly those two messages
+ * out of the server log, whatever log_min_messages is.
+ */
+static bool decoding_quietly = false;
+static emit_log_hook_type prev_emit_log_hook = NULL;
+
+static void
+quiet_decoding_messages(ErrorData *edata)
+{
+	if (decoding_quietly && edata->elevel == LOG && edata->message_id != NULL &&
+		(strcmp(edata->message_id, "starting logical decoding for slot \"%s\"") == 0 ||
+		 strcmp(edata->message_id, "logical decoding found consistent point at %X/%X") == 0))
+		edata->output_to_server = false;
+	else if (prev_emit_log_hook)
+		prev_emit_log_hook(edata);
+}
+
+/* Install the filter of decoding's log lines (at library load). */
+void
+source_init(void)
+{
+	prev_emit_log_hook = emit_log_hook;
+	emit_log_hook = quiet_decoding_messages;
+}
+
+/*
  * A copy of the latest snapshot in which transactions that already
  * committed to the clog count as shown, and this transaction does not.
  */
@@ -848,15 +876,6 @@ source_capture_flows(List *captures, const char *slot, int64 max_events,
 								 psprintf("%d", autocdc_decoding_work_mem),
 								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 
-		/*
-		 * PostgreSQL logs the start of every decoding pass; with a worker
-		 * decoding several times a second that buries the log.  At the
-		 * default level, keep those messages out.
-		 */
-		if (log_min_messages == LOG)
-			(void) set_config_option("log_min_messages", "warning",
-									 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-
 		/* everything committed before this point is decoded by this pass */
 		XLogFlush(compat_GetXLogInsertEndRecPtr());
 		end = GetFlushRecPtr(NULL);
@@ -865,6 +884,7 @@ source_capture_flows(List *captures, const char *slot, int64 max_events,
 							 makeDefElem("publication_names",
 										 (Node *) makeString(AUTOCDC_PUBLICATION), -1),
 							 makeDefElem("binary", (Node *) makeString("true"), -1));
+		decoding_quietly = true;
 		ctx = CreateDecodingContext(InvalidXLogRecPtr, options, false,
 									XL_ROUTINE(.page_read = read_local_xlog_page,
 											   .segment_open = wal_segment_open,
@@ -926,6 +946,7 @@ source_capture_flows(List *captures, const char *slot, int64 max_events,
 		CurrentResourceOwner = saved_owner;
 		result = ctx->reader->EndRecPtr;
 		FreeDecodingContext(ctx);
+		decoding_quietly = false;
 		InvalidateSystemCaches();
 		foreach(lc, st.feeds)
 			forget_historic_relcache(((FeedCapture *) lfirst(lc))->c->flow);
@@ -944,6 +965,7 @@ source_capture_flows(List *captures, const char *slot, int64 max_events,
 	}
 	PG_CATCH();
 	{
+		decoding_quietly = false;
 		CurrentResourceOwner = saved_owner;
 		InvalidateSystemCaches();
 		if (MyReplicationSlot != NULL)

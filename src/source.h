@@ -46,6 +46,7 @@ typedef struct SourceKind
 	void		(*on_insert) (SourceRow *row);
 } SourceKind;
 
+extern void source_init(void);
 extern void source_check(FlowDef *flow);
 extern void source_read_whole(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 							  XLogRecPtr pos);

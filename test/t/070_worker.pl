@@ -327,5 +327,49 @@ wait_for('postgres', q{SELECT count(*) = 1 FROM pg_stat_activity
 						WHERE backend_type = 'autocdc worker' AND datname = 'app'},
 	'CREATE EXTENSION again brings the worker back');
 
+# --- a quiet server log ------------------------------------------------------
+# PostgreSQL logs two lines at every start of logical decoding; the worker
+# decodes at every commit.  Over twenty commits the log must not show them
+# for autocdc's decoding, at the default log_min_messages (warning) or any
+# other, while it still shows them for someone else's decoding.
+$node->safe_psql('app', q{
+	CREATE TABLE busy (n int);
+	SELECT autocdc.create_flow('quiet', 'feed', '{k}', 'seq');
+});
+insert_events('app', 'feed', 5);
+wait_for('app', q{SELECT num_events > 0 FROM autocdc.flows WHERE name = 'quiet'},
+	'log noise: the flow is applied');
+my $decoding_lines = qr/starting logical decoding for slot "autocdc|logical decoding found consistent point/;
+for my $level ('', 'info')
+{
+	if ($level)
+	{
+		$node->append_conf('postgresql.conf', "log_min_messages = $level");
+		$node->reload;
+		sleep 1;
+	}
+	my $txns = $node->safe_psql('app', q{
+		SELECT coalesce(sum(total_txns), 0) FROM pg_stat_replication_slots WHERE slot_name LIKE 'autocdc\_%'});
+	my $offset = -s $node->logfile;
+	for my $i (1 .. 20)
+	{
+		$node->safe_psql('app', "INSERT INTO busy VALUES ($i)");
+		select(undef, undef, undef, 0.25);
+	}
+	my $level_name = $level || 'the default';
+	ok( $node->poll_query_until('app', qq{
+			SELECT coalesce(sum(total_txns), 0) >= $txns + 10
+			  FROM pg_stat_replication_slots WHERE slot_name LIKE 'autocdc\\_%'}),
+		"log noise, log_min_messages $level_name: the worker decoded the commits");
+	my @lines = grep { /$decoding_lines/ } split /\n/, slurp_file($node->logfile, $offset);
+	is(scalar(@lines), 0, "log noise, log_min_messages $level_name: no decoding lines of autocdc's in the log");
+}
+$node->safe_psql('app', q{SELECT pg_create_logical_replication_slot('other', 'test_decoding')});
+my $offset = -s $node->logfile;
+$node->safe_psql('app', q{SELECT count(*) FROM pg_logical_slot_get_changes('other', NULL, NULL)});
+like(slurp_file($node->logfile, $offset), qr/starting logical decoding for slot "other"/,
+	'log noise: decoding by someone else is still logged');
+$node->safe_psql('app', q{SELECT pg_drop_replication_slot('other')});
+
 $node->stop;
 done_testing();
