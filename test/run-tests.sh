@@ -3,7 +3,7 @@
 # clusters as the postgres OS account.  Run as root on Debian 12.
 #   AUTOCDC_PROPERTY_STREAMS=N  property-test streams per SCD mode (default 50; 6 modes)
 #   AUTOCDC_PROPERTY_SEED=N     property-test seed (default 42)
-#   AUTOCDC_MEMORY_FULL=1       memory bounds at README's sizes (1M-4M rows, about ten minutes)
+#   AUTOCDC_MEMORY_FULL=1       memory bounds at README's sizes (1M-4M rows, about twenty minutes)
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 bash "$here/test/setup.sh"

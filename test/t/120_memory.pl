@@ -14,7 +14,7 @@
 # The suite runs with both settings at 16 MB and transactions of 125k, 250k
 # and 500k rows (the bound is then 96 MB; before the budget of settings.c a
 # 500k-row transaction took over 300 MB).  AUTOCDC_MEMORY_FULL=1 runs the
-# figures README gives: 64 MB settings and 1M, 2M and 4M rows (about ten
+# figures README gives: 64 MB settings and 1M, 2M and 4M rows (about twenty
 # minutes).
 
 use strict;
@@ -73,6 +73,7 @@ sub worker_pids
 # Fork a sampler of the peak RssAnon of $pid (or, with 'workers', of every
 # autocdc worker, looked up every 100 ms); stop_sampler returns the peak.
 my $sampler_n = 0;
+my @samplers;
 sub start_sampler
 {
 	my ($what) = @_;
@@ -97,8 +98,11 @@ sub start_sampler
 		close($out);
 		POSIX::_exit(0);		# not Test::More's or the nodes' END blocks
 	}
+	push @samplers, $child;
 	return { pid => $child, file => $file };
 }
+
+END { kill('KILL', $_) for @samplers }
 
 sub stop_sampler
 {
@@ -106,6 +110,7 @@ sub stop_sampler
 	open(my $fh, '>', "$s->{file}.stop") or die;
 	close($fh);
 	waitpid($s->{pid}, 0);
+	@samplers = grep { $_ != $s->{pid} } @samplers;
 	return slurp_file($s->{file});
 }
 
@@ -124,7 +129,8 @@ sub insert_rows
 # run_flow: the calling backend
 ###########################################################################
 
-my $session = $node->background_psql('postgres');
+my $session = $node->background_psql('postgres', timeout => 1800);
+$session->set_query_timer_restart;
 my $backend = $session->query_safe('SELECT pg_backend_pid()');
 chomp $backend;
 
