@@ -20,9 +20,9 @@
  * evaluated there, as the owner) while C validates each event and gathers
  * the distinct touched keys in a hash table, whose entries hold the keys'
  * new events (for SCD 1 without ignore_null_updates only each key's last
- * event: nothing else can matter) while all that fits in half of
- * autocdc.work_mem.  One query then returns the target rows
- * and state events of the touched keys, reached through their indexes and
+ * event: nothing else can matter) while all that fits in five eighths of
+ * autocdc.work_mem.  One query then returns the target rows and state
+ * events of the touched keys, reached through their indexes and
  * sorted by key and (sequence, arrival); the fold walks that stream key by
  * key in C, adding each key's new events from the hash, then folds the
  * keys met nowhere else.  Past that memory, or when a truncate touches
@@ -30,9 +30,9 @@
  * finds their distinct keys, and the same query sorts them in.  Each
  * tuplestore and each query's sorts get their own share of
  * autocdc.work_mem (settings.c), so that a run's memory does not grow with
- * its transactions.  A few statements write the differences: deletes by ctid, an
- * INSERT into the target from a tuplestore, and the state's new rows
- * through heap_multi_insert.
+ * its transactions.  A few statements write the differences: deletes by
+ * ctid, an INSERT into the target from a tuplestore, and the state's new
+ * rows through heap_multi_insert.
  *
  *-------------------------------------------------------------------------
  */
@@ -633,7 +633,8 @@ classify_row(HeapTuple tup, TupleDesc desc, void *arg)
 	{
 		KeyEntry   *entry = keys_add(a, values, nulls);
 		MemoryContext old;
-		HeapTuple	tup;
+		HeapTuple	tup,
+					formed;
 
 		/* rows come in arrival order: a later row with an equal sequence wins */
 		if (a->last_only)
@@ -651,9 +652,12 @@ classify_row(HeapTuple tup, TupleDesc desc, void *arg)
 		}
 		/* while the keyhash lasts, its entries hold the events */
 		Assert(a->inmem);
+		/* formed outside the packed context, which never reuses what is freed */
+		formed = form_state_tuple(a, values, nulls, values[a->c.ndata], lsn,
+								  DatumGetInt64(values[a->c.ndata + 2]), kind);
 		old = MemoryContextSwitchTo(a->tupcxt);
-		tup = form_state_tuple(a, values, nulls, values[a->c.ndata], lsn,
-							   DatumGetInt64(values[a->c.ndata + 2]), kind);
+		tup = heap_copytuple(formed);
+		heap_freetuple(formed);
 		MemoryContextSwitchTo(a->keycxt);
 		if (entry->nevs >= entry->maxevs)
 		{

@@ -29,33 +29,34 @@ int			autocdc_max_lag_age = 0;	/* ms, 0: no limit */
 int			autocdc_test_pause_after_copy = 0;	/* ms */
 
 /*
- * How a run shares autocdc.work_mem (README "Memory"):
- * half for the touched keys and the events they hold, an eighth for each
- * tuplestore (a run has at most four in memory at once) and a quarter for
- * each sort or hash of its queries.  A run's peak private memory then stays
- * near autocdc.work_mem (decoding, which ends before the apply begins, has
- * autocdc.decoding_work_mem), whatever the size of its transactions.
+ * How a run shares autocdc.work_mem (README "Memory"): five eighths for
+ * the touched keys and the events they hold (the fast way of folding), a
+ * sixteenth for each tuplestore (a run has at most four in memory at once)
+ * and an eighth for each sort or hash of its queries.  A run's peak
+ * private memory then stays near autocdc.work_mem (decoding, which ends
+ * before the apply begins, has autocdc.decoding_work_mem), whatever the
+ * size of its transactions.
  */
 
 /* kB one tuplestore of a run may hold in memory before spilling. */
 int
 settings_store_mem(void)
 {
-	return Max(64, autocdc_work_mem / 8);
+	return Max(64, autocdc_work_mem / 16);
 }
 
 /* kB for work_mem while a run's queries run. */
 int
 settings_query_mem(void)
 {
-	return Max(64, autocdc_work_mem / 4);
+	return Max(64, autocdc_work_mem / 8);
 }
 
 /* Bytes the touched-keys hash of a run may hold, events included. */
 Size
 settings_keys_mem(void)
 {
-	return (Size) autocdc_work_mem * 1024 / 2;
+	return (Size) autocdc_work_mem * 1024 / 8 * 5;
 }
 
 /* Define the parameters and reserve their prefix. */

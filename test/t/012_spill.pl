@@ -1,6 +1,6 @@
 
 # The fold holds a batch's touched keys and their events in memory while
-# they fit in half of autocdc.work_mem, and otherwise gives them up: the
+# they fit in 5/8 of autocdc.work_mem, and otherwise gives them up: the
 # events go to a tuplestore, SQL finds their keys and sorts them in with the
 # target's and the hidden state's rows.  Both ways must give the same
 # target: three flows of each kind read one feed into three targets, with
