@@ -61,6 +61,17 @@ slot_prefix(void)
 					MyDatabaseTableSpace);
 }
 
+/*
+ * Is s a slot of autocdc's in this database (of any prefix: also one left
+ * from before a tablespace move)?  Under ReplicationSlotControlLock.
+ */
+static bool
+is_autocdc_slot(ReplicationSlot *s)
+{
+	return s->in_use && s->data.database == MyDatabaseId &&
+		strncmp(NameStr(s->data.name), "autocdc_", 8) == 0;
+}
+
 /* How the names of this database's laggard slots begin. */
 char *
 slots_laggard_prefix(void)
@@ -161,8 +172,7 @@ drop_inactive_slots(bool laggards_only, const char *keep)
 		ReplicationSlot *s = &ReplicationSlotCtl->replication_slots[i];
 		const char *name = NameStr(s->data.name);
 
-		if (s->in_use && s->data.database == MyDatabaseId && s->active_pid == 0 &&
-			strncmp(name, "autocdc_", 8) == 0 &&
+		if (is_autocdc_slot(s) && s->active_pid == 0 &&
 			(!laggards_only || slots_is_laggard(name)) &&
 			(keep == NULL || strcmp(name, keep) != 0))
 			names = lappend(names, pstrdup(name));
@@ -367,8 +377,7 @@ slots_count(void)
 	{
 		ReplicationSlot *s = &ReplicationSlotCtl->replication_slots[i];
 
-		if (s->in_use && s->data.database == MyDatabaseId &&
-			strncmp(NameStr(s->data.name), "autocdc_", 8) == 0)
+		if (is_autocdc_slot(s))
 			n++;
 	}
 	LWLockRelease(ReplicationSlotControlLock);
@@ -459,8 +468,7 @@ autocdc_slots(PG_FUNCTION_ARGS)
 		bool		nulls[4] = {false, false, false, false};
 		bool		valid;
 
-		if (!s->in_use || s->data.database != MyDatabaseId ||
-			strncmp(NameStr(s->data.name), "autocdc_", 8) != 0)
+		if (!is_autocdc_slot(s))
 			continue;
 		SpinLockAcquire(&s->mutex);
 		valid = !XLogRecPtrIsInvalid(s->data.restart_lsn);
