@@ -14,7 +14,7 @@ my $src = ($ENV{TESTDIR} // '.') . '/src';
 # layer of each module (file name without .c/.h), lowest first
 my @layers = (
 	[ base => qw(compat layout settings util) ],
-	[ store => qw(catalog failures registry) ],
+	[ store => qw(catalog failures lag registry) ],
 	[ engine => qw(fold kind scd1 scd2 storage expr batch slots source snapsource apply compare) ],
 	[ usecase => qw(define run snaprun pass lanes) ],
 	[ entry => qw(api statement parse worker guard autocdc) ],
@@ -80,5 +80,22 @@ sub visit
 }
 visit($_) for sort keys %includes;
 is(join(' -> ', @cycle), '', 'no module includes itself through others');
+
+# the PGXN metadata describes this release
+use JSON::PP;
+my $top = ($ENV{TESTDIR} // '.');
+sub slurp { my ($f) = @_; open(my $fh, '<', $f) or die "cannot read $f: $!"; local $/; return <$fh>; }
+my $meta = decode_json(slurp("$top/META.json"));
+my ($default_version) = slurp("$top/autocdc.control") =~ /^default_version = '([^']+)'/m;
+(my $semver = $default_version) =~ s/^(\d+\.\d+)$/$1.0/;
+is($meta->{version}, $semver, 'META.json: the distribution version is the control file\'s default version');
+is($meta->{provides}{autocdc}{version}, $semver, 'META.json: so is the extension\'s');
+ok(-f "$top/$meta->{provides}{autocdc}{file}", 'META.json: the extension\'s file exists');
+ok(-f "$top/LICENSE" && $meta->{license} eq 'postgresql', 'META.json: the license is the one in LICENSE');
+is($meta->{'meta-spec'}{version}, '1.0.0', 'META.json: PGXN meta spec 1.0.0');
+for my $key (qw(name abstract version maintainer license provides meta-spec))
+{
+	ok(defined $meta->{$key}, "META.json: required key $key");
+}
 
 done_testing();
