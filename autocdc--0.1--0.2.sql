@@ -38,6 +38,14 @@ UPDATE autocdc.flow_run_log r SET flow_id = f.id FROM autocdc.flow f WHERE f.nam
 DROP INDEX autocdc.flow_run_log_flow_id_idx;
 CREATE INDEX ON autocdc.flow_run_log (flow_id, id);
 
+-- full_refresh can skip the rows that cannot become events
+DROP FUNCTION autocdc.full_refresh(text);
+CREATE FUNCTION autocdc.full_refresh(name text, skip_invalid boolean DEFAULT false,
+	OUT num_events bigint, OUT num_upserted_rows bigint,
+	OUT num_deleted_rows bigint, OUT num_skipped_events bigint)
+	RETURNS SETOF record
+	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_full_refresh';
+
 DROP VIEW autocdc.flows;
 DROP VIEW autocdc.flow_runs;
 DROP FUNCTION autocdc._pending_errors();
@@ -47,7 +55,8 @@ CREATE FUNCTION autocdc_internal._lock_class() RETURNS int
 	LANGUAGE C IMMUTABLE STRICT AS 'MODULE_PATHNAME', 'autocdc_lock_class';
 
 -- failed runs whose error is still in shared memory (the view shows them at once)
-CREATE FUNCTION autocdc_internal._pending_errors(OUT flow_id int, OUT error text, OUT at timestamptz)
+CREATE FUNCTION autocdc_internal._pending_errors(OUT flow_id int, OUT error text, OUT at timestamptz,
+	OUT detail text, OUT hint text, OUT sqlstate text, OUT lsn pg_lsn)
 	RETURNS SETOF record
 	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'autocdc_pending_flow_errors';
 
@@ -56,11 +65,26 @@ ALTER TABLE autocdc.flow_state ADD COLUMN waiting_since timestamptz;
 -- and since when a flow is served from the laggard slot
 ALTER TABLE autocdc.flow_state ADD COLUMN laggard_since timestamptz;
 
+-- the whole error of a failed run: detail, hint, SQLSTATE, and the failing event's commit
+ALTER TABLE autocdc.flow_state ADD COLUMN last_error_detail text,
+	ADD COLUMN last_error_hint text, ADD COLUMN last_error_sqlstate text,
+	ADD COLUMN last_error_lsn pg_lsn;
+ALTER TABLE autocdc.flow_run_log ADD COLUMN error_detail text,
+	ADD COLUMN error_hint text, ADD COLUMN error_sqlstate text, ADD COLUMN error_lsn pg_lsn;
+
 -- the database's slots (main and laggard) that can serve flows
 CREATE FUNCTION autocdc_internal._slots(OUT slot_name name, OUT confirmed_flush pg_lsn,
 	OUT restart_lsn pg_lsn, OUT laggard boolean)
 	RETURNS SETOF record
 	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'autocdc_slots';
+
+-- how the last decoding for each flow left it (lag.c), and a source's insert count
+CREATE FUNCTION autocdc_internal._lag_notes(OUT flow_id int, OUT decoded_at timestamptz,
+	OUT changes bigint, OUT pending_since timestamptz, OUT cut boolean)
+	RETURNS SETOF record
+	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'autocdc_lag_notes';
+CREATE FUNCTION autocdc_internal._source_changes(oid) RETURNS bigint
+	LANGUAGE C STABLE STRICT AS 'MODULE_PATHNAME', 'autocdc_source_changes';
 
 CREATE VIEW autocdc.flows AS
 SELECT f.name,
@@ -85,6 +109,10 @@ SELECT f.name,
 		   ELSE 'idle'
 	   END AS state,
 	   coalesce(pe.error, s.last_error) AS last_error,
+	   CASE WHEN pe.error IS NOT NULL THEN pe.detail ELSE s.last_error_detail END AS last_error_detail,
+	   CASE WHEN pe.error IS NOT NULL THEN pe.hint ELSE s.last_error_hint END AS last_error_hint,
+	   CASE WHEN pe.error IS NOT NULL THEN pe.sqlstate ELSE s.last_error_sqlstate END AS last_error_sqlstate,
+	   CASE WHEN pe.error IS NOT NULL THEN pe.lsn ELSE s.last_error_lsn END AS last_error_lsn,
 	   CASE WHEN pe.error IS NOT NULL THEN pe.at ELSE s.last_error_at END AS last_error_at,
 	   s.retry_at,
 	   s.last_run_at,
@@ -99,10 +127,19 @@ SELECT f.name,
 		  FROM pg_catalog.pg_class c
 		 WHERE c.relnamespace = 'autocdc_state'::regnamespace
 		   AND c.relname = 'target_' || t.id) AS hidden_state_bytes,
-	   CASE WHEN s.last_commit_at IS NOT NULL AND s.progress IS NOT NULL
-			 AND s.progress < pg_catalog.pg_current_wal_flush_lsn()
+	   CASE
+		   WHEN f.kind <> 'cdc' OR f.once OR s.progress IS NULL THEN NULL
+		   WHEN lg.flow_id IS NULL OR (sl.slot_name IS NULL OR s.progress < sl.confirmed_flush)
 			THEN pg_catalog.now() - s.last_commit_at
+		   WHEN lg.pending_since IS NOT NULL THEN pg_catalog.now() - lg.pending_since
+		   WHEN lg.cut THEN pg_catalog.now() - coalesce(s.last_commit_at, lg.decoded_at)
+		   WHEN autocdc_internal._source_changes(f.source) <> lg.changes
+			THEN pg_catalog.now() - lg.decoded_at
 	   END AS lag_time,
+	   f.kind = 'cdc' AND NOT f.once AND s.progress IS NOT NULL AND lg.flow_id IS NOT NULL
+		AND sl.slot_name IS NOT NULL AND s.progress >= sl.confirmed_flush
+		AND (lg.pending_since IS NOT NULL
+			 OR (NOT lg.cut AND autocdc_internal._source_changes(f.source) = lg.changes)) AS lag_time_exact,
 	   CASE WHEN f.kind = 'cdc' AND NOT f.once AND sl.slot_name IS NOT NULL
 			THEN CASE WHEN sl.laggard THEN 'laggard' ELSE 'main' END
 	   END AS lane,
@@ -116,8 +153,9 @@ SELECT f.name,
   LEFT JOIN autocdc.target t ON t.id = f.target_id
   LEFT JOIN autocdc.flow_state s ON s.name = f.name
   LEFT JOIN autocdc_internal._slots() sl ON sl.slot_name::text = s.slot_name
-  LEFT JOIN LATERAL (SELECT p.error, p.at FROM autocdc_internal._pending_errors() p
+  LEFT JOIN LATERAL (SELECT p.* FROM autocdc_internal._pending_errors() p
 					  WHERE p.flow_id = f.id ORDER BY p.at DESC LIMIT 1) pe ON true
+  LEFT JOIN autocdc_internal._lag_notes() lg ON lg.flow_id = f.id
  WHERE pg_catalog.pg_has_role(CURRENT_USER, f.owner, 'USAGE')
 	OR pg_catalog.pg_has_role(CURRENT_USER, 'pg_read_all_stats', 'USAGE');
 
@@ -127,7 +165,8 @@ SELECT f.name,
  */
 CREATE VIEW autocdc.flow_runs AS
 SELECT r.id, r.flow, r.started_at, r.finished_at, r.num_events, r.num_upserted_rows,
-	   r.num_deleted_rows, r.num_skipped_events, r.status, r.error
+	   r.num_deleted_rows, r.num_skipped_events, r.status, r.error, r.error_detail, r.error_hint,
+	   r.error_sqlstate, r.error_lsn
   FROM autocdc.flow_run_log r
  WHERE pg_catalog.pg_has_role(CURRENT_USER, 'pg_read_all_stats', 'USAGE')
 	OR EXISTS (SELECT FROM autocdc.flow f

@@ -146,6 +146,57 @@ SELECT * FROM r_t ORDER BY id;
 SELECT state, num_skipped_events FROM autocdc.flows WHERE name = 'r_t';
 
 --
+-- The whole error is kept (SQLSTATE, detail, hint, the commit to pass), and
+-- full_refresh gets past rows that cannot become events: a row read from the
+-- table has no commit position, so skip_events cannot pass it; the refresh's
+-- error says so and skip_invalid => true skips and reports such rows.
+--
+CREATE TABLE r_ir_feed (id int, city text, seq int, op text);
+SELECT autocdc.create_flow('r_ir', 'r_ir_feed', '{id}', sequence_by => 'seq', continuous => false);
+SELECT * FROM autocdc.run_flow('r_ir');
+SELECT pg_current_wal_lsn() AS before_bad \gset
+INSERT INTO r_ir_feed VALUES (1, 'a', NULL, 'U');
+SELECT pg_current_wal_lsn() AS after_bad \gset
+SELECT r_show($$SELECT * FROM autocdc.run_flow('r_ir')$$) AS null_sequence;
+SELECT state, last_error_sqlstate, last_error_lsn > :'before_bad' AND last_error_lsn <= :'after_bad' AS lsn_of_bad_commit,
+	   position(last_error_lsn::text IN last_error_detail) > 0 AS detail_names_it,
+	   position(format('skip_events(''r_ir'', ''%s'')', last_error_lsn) IN last_error_hint) > 0 AS hint_passes_it
+  FROM autocdc.flows WHERE name = 'r_ir';
+-- the column is the argument skip_events wants
+SELECT autocdc.skip_events('r_ir', last_error_lsn) FROM autocdc.flows WHERE name = 'r_ir';
+-- the run log (written down by skip_events) keeps the same
+SELECT status, error_sqlstate, error_lsn > :'before_bad' AND error_lsn <= :'after_bad' AS lsn_of_bad_commit,
+	   position(error_lsn::text IN error_detail) > 0 AS detail_names_it,
+	   position(format('skip_events(''r_ir'', ''%s'')', error_lsn) IN error_hint) > 0 AS hint_passes_it
+  FROM autocdc.flow_runs WHERE flow = 'r_ir' ORDER BY id DESC LIMIT 1;
+SELECT * FROM autocdc.run_flow('r_ir');
+SELECT state, last_error, last_error_detail, last_error_hint, last_error_sqlstate, last_error_lsn
+  FROM autocdc.flows WHERE name = 'r_ir';
+-- a schema change, whose hint recommends a refresh
+ALTER TABLE r_ir_feed DROP COLUMN city;
+INSERT INTO r_ir_feed VALUES (2, 1, 'U');
+SELECT r_show($$SELECT * FROM autocdc.run_flow('r_ir')$$) AS dropped_column;
+-- the refresh reads the skipped row from the table again: no LSN to pass
+SELECT r_show($$SELECT * FROM autocdc.full_refresh('r_ir')$$) AS refresh_null_sequence;
+SELECT state, last_error_sqlstate, last_error_lsn FROM autocdc.flows WHERE name = 'r_ir';
+SELECT r_show($$SELECT * FROM autocdc.full_refresh('r_ir')$$) = r_show($$SELECT * FROM autocdc.full_refresh('r_ir')$$)
+	AS same_error_each_time;
+-- skip_invalid skips and reports it, the good row is applied, and the path ends
+INSERT INTO r_ir_feed VALUES (NULL, 3, 'U'), (4, NULL, 'U');
+SELECT * FROM autocdc.full_refresh('r_ir', skip_invalid => true);
+SELECT * FROM r_ir ORDER BY id;
+SELECT state, num_skipped_events FROM autocdc.flows WHERE name = 'r_ir';
+SELECT num_events, num_skipped_events, status FROM autocdc.flow_runs WHERE flow = 'r_ir' ORDER BY id DESC LIMIT 1;
+SELECT * FROM autocdc.run_flow('r_ir');
+-- later events go on as usual; a refresh without skip_invalid fails on the same rows
+INSERT INTO r_ir_feed VALUES (5, 2, 'U');
+SELECT * FROM autocdc.run_flow('r_ir');
+SELECT * FROM r_ir ORDER BY id;
+SELECT r_show($$SELECT * FROM autocdc.full_refresh('r_ir', skip_invalid => false)$$) AS refresh_again;
+SELECT r_show($$SELECT * FROM autocdc.full_refresh('r_ir', skip_invalid => NULL)$$) AS skip_invalid_null;
+SELECT autocdc.drop_flow('r_ir', true);
+
+--
 -- A truncate row needs no key: it deletes every key written before it.
 --
 INSERT INTO r_feed VALUES (NULL, NULL, 10, 'T');

@@ -176,7 +176,7 @@ record_failure(int32 flow_id, MemoryContext cxt)
 
 	edata = CopyErrorData();
 	MemoryContextSwitchTo(old);
-	failures_record(flow_id, edata->message);
+	failures_record(flow_id, edata);
 	FreeErrorData(edata);
 }
 
@@ -198,6 +198,12 @@ run_body(FlowDef *peek, RunMetrics *m)
 static void
 refresh_body(FlowDef *flow, RunMetrics *m)
 {
+	if (flow->kind == FLOW_SNAPSHOT && flow->skip_invalid)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("flow \"%s\" is a snapshot flow: full_refresh cannot skip its invalid rows",
+						flow->name),
+				 errhint("A snapshot flow reads its whole source at every run; correct the rows of the snapshot instead.")));
 	run_prologue(flow);
 	if (flow->kind == FLOW_SNAPSHOT)
 		snaprun_refresh(catalog_load_flow(flow->name, true, false), m);	/* the only flow into its target */
@@ -213,7 +219,7 @@ refresh_body(FlowDef *flow, RunMetrics *m)
 static Datum
 run_entry(FunctionCallInfo fcinfo, void (*body) (FlowDef *peek, RunMetrics *m))
 {
-	static const char *const required[] = {"flow name"};
+	static const char *const required[] = {"flow name", "skip_invalid"};
 	FlowDef    *peek;
 	RunMetrics	m;
 	MemoryContext cxt = CurrentMemoryContext;
@@ -224,9 +230,10 @@ run_entry(FunctionCallInfo fcinfo, void (*body) (FlowDef *peek, RunMetrics *m))
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	level = set_safe_search_path();
-	require_args(fcinfo, 1, required, "");
+	require_args(fcinfo, PG_NARGS(), required, "");
 	peek = catalog_load_flow(text_to_cstring(PG_GETARG_TEXT_PP(0)), false, false);
 	catalog_check_flow_owner(peek);
+	peek->skip_invalid = PG_NARGS() > 1 && PG_GETARG_BOOL(1);
 	PG_TRY();
 	{
 		run_set_applying(peek->name);
@@ -254,8 +261,10 @@ autocdc_run_flow(PG_FUNCTION_ARGS)
 }
 
 /*
- * autocdc.full_refresh(name): empty the flow's target and hidden state and
- * re-read every flow into that target from what its source holds now.
+ * autocdc.full_refresh(name, skip_invalid): empty the flow's target and
+ * hidden state and re-read every flow into that target from what its
+ * source holds now; skip_invalid skips (and reports) the rows that cannot
+ * become events instead of failing.
  */
 Datum
 autocdc_full_refresh(PG_FUNCTION_ARGS)

@@ -74,6 +74,7 @@
 #include "batch.h"
 #include "catalog.h"
 #include "compat.h"
+#include "failures.h"
 #include "fold.h"
 #include "kind.h"
 #include "layout.h"
@@ -545,9 +546,14 @@ typedef struct ClassifyScan
 	Tuplestorestate *events;
 	List	   *truncs;
 	int64		n;
+	int64		nskipped;		/* invalid rows skipped (skip_invalid) */
+	StringInfoData skipped;		/* the first INVALID_REPORTED of them */
 	Datum	   *values;
 	bool	   *nulls;
 } ClassifyScan;
+
+/* full_refresh(skip_invalid => true) names this many skipped rows */
+#define INVALID_REPORTED 10
 
 /*
  * The classifying query's rows become hidden-state rows as they are: their
@@ -576,13 +582,68 @@ check_event_shape(ApplyCtx *a, TupleDesc desc)
 						 quote_literal_cstr(a->flow->name))));
 }
 
+/*
+ * A row that cannot become an event (a null sequence, or a null key
+ * column): it fails the run, naming the commit to pass with skip_events, or
+ * for a row read under a snapshot (which has no commit) the way through a
+ * refresh; under full_refresh(skip_invalid => true) it is counted as
+ * skipped and reported when the refresh ends.
+ */
+static void
+invalid_event(ClassifyScan *cs, XLogRecPtr lsn, int64 ord, bool null_key)
+{
+	ApplyCtx   *a = cs->a;
+	FlowDef    *f = a->flow;
+	char	   *key = fold_key_text(&a->c, cs->values, cs->nulls);
+	const char *what = null_key ? "a null key column" : "a null sequence";
+
+	if (f->skip_invalid)
+	{
+		cs->nskipped++;
+		if (cs->nskipped <= INVALID_REPORTED)
+		{
+			if (cs->skipped.len > 0)
+				appendStringInfoString(&cs->skipped, "; ");
+			if (ORD_IS_SNAPSHOT(ord))
+				appendStringInfo(&cs->skipped, "%s: %s, read from the table", key, what);
+			else
+				appendStringInfo(&cs->skipped, "%s: %s, committed at LSN %X/%X",
+								 key, what, LSN_FORMAT_ARGS(lsn));
+		}
+		return;
+	}
+	if (ORD_IS_SNAPSHOT(ord))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("flow \"%s\": row with key %s of source \"%s\" has %s",
+						f->name, key, get_rel_name(f->source), what),
+				 errdetail("The row was read from the table (a first read or a full refresh), so it has no commit position that skip_events could pass."),
+				 errhint("Correct or delete the row in the source, or skip such rows with SELECT autocdc.full_refresh(%s, skip_invalid => true).",
+						 quote_literal_cstr(f->name))));
+	failures_note_lsn(lsn);
+	if (null_key)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("flow \"%s\": event with key %s has a null key column", f->name, key),
+				 errdetail("The event's source transaction committed at LSN %X/%X.",
+						   LSN_FORMAT_ARGS(lsn)),
+				 errhint("Pass it with SELECT autocdc.skip_events(%s, '%X/%X').",
+						 quote_literal_cstr(f->name), LSN_FORMAT_ARGS(lsn))));
+	ereport(ERROR,
+			(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+			 errmsg("flow \"%s\": event with key %s has a null sequence", f->name, key),
+			 errdetail("The event's source transaction committed at LSN %X/%X.",
+					   LSN_FORMAT_ARGS(lsn)),
+			 errhint("Pass it with SELECT autocdc.skip_events(%s, '%X/%X'), or recreate the flow with a sequence that is never null.",
+					 quote_literal_cstr(f->name), LSN_FORMAT_ARGS(lsn))));
+}
+
 /* Validate one classified row and store it as an event. */
 static void
 classify_row(HeapTuple tup, TupleDesc desc, void *arg)
 {
 	ClassifyScan *cs = arg;
 	ApplyCtx   *a = cs->a;
-	FlowDef    *f = a->flow;
 	Datum	   *values = cs->values;
 	bool	   *nulls = cs->nulls;
 	char		kind;
@@ -597,14 +658,10 @@ classify_row(HeapTuple tup, TupleDesc desc, void *arg)
 	lsn = DatumGetLSN(values[a->c.ndata + 1]);
 	cs->n++;
 	if (fold_seq_is_null(&a->c, values[a->c.ndata], nulls[a->c.ndata]))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("flow \"%s\": event with key %s has a null sequence",
-						f->name, fold_key_text(&a->c, values, nulls)),
-				 errdetail("The event's source transaction committed at LSN %X/%X.",
-						   LSN_FORMAT_ARGS(lsn)),
-				 errhint("Pass it with SELECT autocdc.skip_events(%s, '%X/%X'), or recreate the flow with a sequence that is never null.",
-						 quote_literal_cstr(f->name), LSN_FORMAT_ARGS(lsn))));
+	{
+		invalid_event(cs, lsn, DatumGetInt64(values[a->c.ndata + 2]), false);
+		return;
+	}
 	if (kind == EVENT_TRUNCATE)
 	{
 		Ev		   *t = palloc0(sizeof(Ev));
@@ -621,14 +678,10 @@ classify_row(HeapTuple tup, TupleDesc desc, void *arg)
 	else
 		for (i = 0; i < a->c.nkeys; i++)
 			if (nulls[a->c.keyidx[i]])
-				ereport(ERROR,
-						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-						 errmsg("flow \"%s\": event with key %s has a null key column",
-								f->name, fold_key_text(&a->c, values, nulls)),
-						 errdetail("The event's source transaction committed at LSN %X/%X.",
-								   LSN_FORMAT_ARGS(lsn)),
-						 errhint("Pass it with SELECT autocdc.skip_events(%s, '%X/%X').",
-								 quote_literal_cstr(f->name), LSN_FORMAT_ARGS(lsn))));
+			{
+				invalid_event(cs, lsn, DatumGetInt64(values[a->c.ndata + 2]), true);
+				return;
+			}
 	if (kind != EVENT_TRUNCATE && a->keyhash != NULL)
 	{
 		KeyEntry   *entry = keys_add(a, values, nulls);
@@ -730,9 +783,24 @@ classify(ApplyCtx *a, Tuplestorestate *events, List **truncs, const char *events
 	cs.values = palloc(sizeof(Datum) * (a->c.ndata + 4));
 	cs.nulls = palloc(sizeof(bool) * (a->c.ndata + 4));
 
+	cs.nskipped = 0;
+	initStringInfo(&cs.skipped);
+
 	spi_foreach(events_sql ? events_sql : classify_sql(a), false, classify_row, NULL, &cs);
 	*truncs = cs.truncs;
-	return cs.n;
+	if (cs.nskipped > 0)
+	{
+		a->m->num_skipped += cs.nskipped;
+		ereport(WARNING,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg_plural("flow \"%s\": skipped " INT64_FORMAT " invalid row",
+							   "flow \"%s\": skipped " INT64_FORMAT " invalid rows",
+							   cs.nskipped, a->flow->name, cs.nskipped),
+				 errdetail("%s%s", cs.skipped.data,
+						   cs.nskipped > INVALID_REPORTED ? "; ..." : ""),
+				 errhint("They are counted in num_skipped_events; rows still in the source fail its next refresh again unless they are corrected or deleted.")));
+	}
+	return cs.n - cs.nskipped;
 }
 
 /* Load the truncates kept in the hidden state. */

@@ -27,6 +27,7 @@
 #include "storage/shmem.h"
 
 #include "failures.h"
+#include "lag.h"
 #include "guard.h"
 #include "layout.h"
 #include "registry.h"
@@ -57,7 +58,8 @@ autocdc_shmem_request(void)
 		prev_shmem_request_hook();
 	RequestAddinShmemSpace(failures_shmem_size());
 	RequestAddinShmemSpace(registry_shmem_size());
-	RequestNamedLWLockTranche("autocdc", 2);
+	RequestAddinShmemSpace(lag_shmem_size());
+	RequestNamedLWLockTranche("autocdc", 3);
 }
 
 /* Create or attach the shared state. */
@@ -72,6 +74,7 @@ autocdc_shmem_startup(void)
 	locks = GetNamedLWLockTranche("autocdc");
 	failures_shmem_init(&locks[0].lock);
 	registry_shmem_init(&locks[1].lock);
+	lag_shmem_init(&locks[2].lock);
 	LWLockRelease(AddinShmemInitLock);
 }
 

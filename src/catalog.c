@@ -684,7 +684,9 @@ catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz started, bool lo
 			 "num_upserted_rows = num_upserted_rows OPERATOR(pg_catalog.+) $5, "
 			 "num_deleted_rows = num_deleted_rows OPERATOR(pg_catalog.+) $6, "
 			 "num_skipped_events = num_skipped_events OPERATOR(pg_catalog.+) $7, "
-			 "last_run_at = $8, last_error = NULL, last_error_at = NULL, retries = 0, retry_at = NULL, "
+			 "last_run_at = $8, last_error = NULL, last_error_at = NULL, last_error_detail = NULL, "
+			 "last_error_hint = NULL, last_error_sqlstate = NULL, last_error_lsn = NULL, "
+			 "retries = 0, retry_at = NULL, "
 			 "last_commit_at = coalesce($9, last_commit_at), slot_name = $10, skip_upto = $11, "
 			 "waiting_since = NULL "
 			 "WHERE name OPERATOR(pg_catalog.=) $1",
@@ -701,18 +703,25 @@ catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz started, bool lo
  * flow_state, and the back-off of the next retry (1 s doubling to 256 s).
  */
 void
-catalog_record_failure(int32 flow_id, const char *message, TimestampTz at)
+catalog_record_failure(int32 flow_id, const FlowFailure *failure)
 {
 	CatArgs		a = {0};
 
 	arg_int4(&a, flow_id);
-	arg_text(&a, message);
-	arg_add(&a, TIMESTAMPTZOID, TimestampTzGetDatum(at), false);
-	cat_exec("INSERT INTO autocdc.flow_run_log (flow, flow_id, started_at, finished_at, status, error) "
-			 "SELECT f.name, f.id, $3, $3, 'error', $2 FROM autocdc.flow f "
+	arg_text(&a, failure->message);
+	arg_add(&a, TIMESTAMPTZOID, TimestampTzGetDatum(failure->at), false);
+	arg_text(&a, failure->detail);
+	arg_text(&a, failure->hint);
+	arg_text(&a, failure->sqlstate);
+	arg_lsn(&a, failure->lsn, XLogRecPtrIsInvalid(failure->lsn));
+	cat_exec("INSERT INTO autocdc.flow_run_log (flow, flow_id, started_at, finished_at, status, "
+			 "error, error_detail, error_hint, error_sqlstate, error_lsn) "
+			 "SELECT f.name, f.id, $3, $3, 'error', $2, $4, $5, $6, $7 FROM autocdc.flow f "
 			 "WHERE f.id OPERATOR(pg_catalog.=) $1",
 			 &a, SPI_OK_INSERT);
 	cat_exec("UPDATE autocdc.flow_state s SET last_error = $2, last_error_at = $3, "
+			 "last_error_detail = $4, last_error_hint = $5, last_error_sqlstate = $6, "
+			 "last_error_lsn = $7, "
 			 "retries = s.retries OPERATOR(pg_catalog.+) 1, "
 			 "retry_at = $3 OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => "
 			 "pg_catalog.power(2, least(s.retries, 8))) "

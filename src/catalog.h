@@ -64,6 +64,7 @@ typedef struct FlowDef
 	XLogRecPtr	skip_upto;		/* commits at or before it are skipped */
 	TimestampTz last_run_at;	/* 0: never */
 	bool		waiting;		/* marked waiting for a locked relation */
+	bool		skip_invalid;	/* this run skips rows that cannot be events */
 	char	   *snapshot_version;	/* last applied version as text, or NULL */
 } FlowDef;
 
@@ -90,6 +91,17 @@ typedef struct RunMetrics
 	TimestampTz last_commit_time;
 } RunMetrics;
 
+/* A failed run, as it is written down. */
+typedef struct FlowFailure
+{
+	const char *message;
+	const char *detail;			/* NULL: none */
+	const char *hint;			/* NULL: none */
+	char		sqlstate[6];
+	XLogRecPtr	lsn;			/* commit of the failing event, or invalid */
+	TimestampTz at;
+} FlowFailure;
+
 /* the catalog's version */
 extern char *catalog_installed_version(void);
 extern void catalog_require_current(void);
@@ -111,7 +123,7 @@ extern void catalog_set_snapshot_version(FlowDef *flow, const char *version);
 extern void catalog_set_skip(const char *name, XLogRecPtr upto);
 extern void catalog_set_paused(const char *name, bool paused);
 extern void catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz started, bool log);
-extern void catalog_record_failure(int32 flow_id, const char *message, TimestampTz at);
+extern void catalog_record_failure(int32 flow_id, const FlowFailure *failure);
 
 /* roles and sources (the utility hook) */
 extern List *catalog_flows_of_roles(List *roleids);

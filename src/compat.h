@@ -97,4 +97,16 @@ compat_GetXLogInsertEndRecPtr(void)
 #define compat_stringToQualifiedNameList(str) stringToQualifiedNameList(str)
 #endif
 
+/*
+ * Rows this backend inserted into relid in committed transactions whose
+ * statistics it has not flushed to shared memory yet (16 renamed the
+ * counters).
+ */
+#include "pgstat.h"
+#if PG_VERSION_NUM >= 160000
+#define compat_unflushed_inserts(tab) ((tab)->counts.tuples_inserted)
+#else
+#define compat_unflushed_inserts(tab) ((tab)->t_counts.t_tuples_inserted)
+#endif
+
 #endif							/* AUTOCDC_COMPAT_H */

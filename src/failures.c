@@ -8,8 +8,10 @@
  * small shared-memory ring instead (autocdc.flows shows it at once) and
  * written to the catalog by the next transaction that runs a flow of the
  * same database; the entry leaves shared memory when that transaction
- * commits.  Flows are named by id, and messages cut at a character
- * boundary.
+ * commits.  The whole error is kept: message, detail, hint, SQLSTATE, and
+ * the commit position of the event that failed when there is one (what
+ * skip_events passes).  Flows are named by id, and texts cut at a
+ * character boundary.
  *
  *-------------------------------------------------------------------------
  */
@@ -25,6 +27,7 @@
 #include "storage/shmem.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/pg_lsn.h"
 #include "utils/timestamp.h"
 
 #include "catalog.h"
@@ -33,6 +36,7 @@
 
 #define PENDING_ERRORS 64
 #define PENDING_MSG_LEN 2048
+#define PENDING_NOTE_LEN 1024
 
 /*
  * A failed run not yet written to the catalog.  The flow is named by its id
@@ -44,7 +48,11 @@ typedef struct PendingError
 	Oid			dboid;
 	int32		flow_id;
 	TimestampTz at;
+	int			sqlerrcode;
+	XLogRecPtr	lsn;			/* commit of the failing event, or invalid */
 	char		message[PENDING_MSG_LEN];	/* cut at a character boundary */
+	char		detail[PENDING_NOTE_LEN];	/* "": none */
+	char		hint[PENDING_NOTE_LEN]; /* "": none */
 } PendingError;
 
 typedef struct FailureRing
@@ -64,6 +72,9 @@ typedef struct PersistedId
 
 static List *persisted_ids = NIL;
 static bool xact_callback_registered = false;
+
+/* the commit position of the event the running flow is failing on */
+static XLogRecPtr failing_lsn = InvalidXLogRecPtr;
 
 /* Shared memory the ring needs. */
 Size
@@ -142,26 +153,46 @@ pending_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 }
 
 /*
+ * Name the commit position of the event about to fail the running flow
+ * (InvalidXLogRecPtr: none); the next failures_record() stores it.
+ */
+void
+failures_note_lsn(XLogRecPtr lsn)
+{
+	failing_lsn = lsn;
+}
+
+/* Copy text into a fixed buffer, cut at a character boundary ("" for NULL). */
+static void
+copy_clipped(char *dst, const char *src, int size)
+{
+	int			len = src ? pg_mbcliplen(src, strlen(src), size - 1) : 0;
+
+	memcpy(dst, src ? src : "", len);
+	dst[len] = '\0';
+}
+
+/*
  * Keep the error of a failed run of a flow (by its id) until it can be
- * written down.  A long message is cut at a character boundary, so what is
+ * written down.  Long texts are cut at a character boundary, so what is
  * stored is always valid in the server encoding.
  */
 void
-failures_record(int32 flow_id, const char *message)
+failures_record(int32 flow_id, ErrorData *edata)
 {
 	int			i,
 				victim = 0;
 	TimestampTz oldest = DT_NOEND;
-	int			len;
+	PendingError *e;
+	XLogRecPtr	lsn = failing_lsn;
 
+	failing_lsn = InvalidXLogRecPtr;
 	if (!shared || flow_id <= 0)
 		return;
-	len = pg_mbcliplen(message, strlen(message), PENDING_MSG_LEN - 1);
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	for (i = 0; i < PENDING_ERRORS; i++)
 	{
-		PendingError *e = &shared->errors[i];
-
+		e = &shared->errors[i];
 		if (e->id == 0)
 		{
 			victim = i;
@@ -173,13 +204,32 @@ failures_record(int32 flow_id, const char *message)
 			victim = i;
 		}
 	}
-	shared->errors[victim].id = shared->next_id++;
-	shared->errors[victim].dboid = MyDatabaseId;
-	shared->errors[victim].flow_id = flow_id;
-	shared->errors[victim].at = GetCurrentTimestamp();
-	memcpy(shared->errors[victim].message, message, len);
-	shared->errors[victim].message[len] = '\0';
+	e = &shared->errors[victim];
+	e->id = shared->next_id++;
+	e->dboid = MyDatabaseId;
+	e->flow_id = flow_id;
+	e->at = GetCurrentTimestamp();
+	e->sqlerrcode = edata->sqlerrcode;
+	e->lsn = lsn;
+	copy_clipped(e->message, edata->message, PENDING_MSG_LEN);
+	copy_clipped(e->detail, edata->detail, PENDING_NOTE_LEN);
+	copy_clipped(e->hint, edata->hint, PENDING_NOTE_LEN);
 	LWLockRelease(shared->lock);
+}
+
+/* The catalog's record of a pending error. */
+static FlowFailure
+failure_of(PendingError *e)
+{
+	FlowFailure f;
+
+	f.message = e->message;
+	f.detail = e->detail[0] ? e->detail : NULL;
+	f.hint = e->hint[0] ? e->hint : NULL;
+	strlcpy(f.sqlstate, unpack_sql_state(e->sqlerrcode), sizeof(f.sqlstate));
+	f.lsn = e->lsn;
+	f.at = e->at;
+	return f;
 }
 
 /*
@@ -208,6 +258,7 @@ failures_persist(void)
 		PersistedId *idp;
 		ListCell   *lc;
 		bool		seen = false;
+		FlowFailure failure;
 
 		foreach(lc, persisted_ids)
 			if (((PersistedId *) lfirst(lc))->id == copy[i].id)
@@ -215,7 +266,8 @@ failures_persist(void)
 		if (seen)
 			continue;
 
-		catalog_record_failure(copy[i].flow_id, copy[i].message, copy[i].at);
+		failure = failure_of(&copy[i]);
+		catalog_record_failure(copy[i].flow_id, &failure);
 
 		if (!xact_callback_registered)
 		{
@@ -250,7 +302,8 @@ autocdc_pending_errors(PG_FUNCTION_ARGS)
 
 /*
  * autocdc_internal._pending_errors(): the failed runs of this database not
- * yet written to the catalog (flow id, message, time).  Errors can quote
+ * yet written to the catalog (flow id, message, time, detail, hint,
+ * SQLSTATE, the failing event's commit position).  Errors can quote
  * source values, so each role sees those of the flows it may act for (and
  * members of pg_read_all_stats see all).
  */
@@ -277,8 +330,8 @@ autocdc_pending_flow_errors(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_connect failed");
 	for (i = 0; i < n; i++)
 	{
-		Datum		values[3];
-		bool		nulls[3] = {false, false, false};
+		Datum		values[7];
+		bool		nulls[7] = {false, false, false, false, false, false, false};
 
 		if (!see_all)
 		{
@@ -290,6 +343,13 @@ autocdc_pending_flow_errors(PG_FUNCTION_ARGS)
 		values[0] = Int32GetDatum(copy[i].flow_id);
 		values[1] = CStringGetTextDatum(copy[i].message);
 		values[2] = TimestampTzGetDatum(copy[i].at);
+		values[3] = CStringGetTextDatum(copy[i].detail);
+		nulls[3] = copy[i].detail[0] == '\0';
+		values[4] = CStringGetTextDatum(copy[i].hint);
+		nulls[4] = copy[i].hint[0] == '\0';
+		values[5] = CStringGetTextDatum(unpack_sql_state(copy[i].sqlerrcode));
+		values[6] = LSNGetDatum(copy[i].lsn);
+		nulls[6] = XLogRecPtrIsInvalid(copy[i].lsn);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	if (!see_all && n > 0)

@@ -23,6 +23,16 @@
 #define BATCH_LSN 0
 #define BATCH_ORD 1
 #define BATCH_DATA 2
+
+/*
+ * Rows read under a snapshot (a first read, a once flow, a full refresh)
+ * have no commit: their LSN is the WAL position when the snapshot was
+ * taken, and their orders count up from SNAPSHOT_ORD_BASE, so that they
+ * sort before a transaction committed at that very position and can be
+ * told from decoded events.
+ */
+#define SNAPSHOT_ORD_BASE PG_INT64_MIN
+#define ORD_IS_SNAPSHOT(ord) ((ord) < 0)
 #define BATCH_LSN_NAME "__autocdc_lsn"
 #define BATCH_ORD_NAME "__autocdc_ord"
 

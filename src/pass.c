@@ -41,6 +41,7 @@
 #include "batch.h"
 #include "catalog.h"
 #include "failures.h"
+#include "lag.h"
 #include "pass.h"
 #include "run.h"
 #include "settings.h"
@@ -244,8 +245,10 @@ run_guarded(PassFlow *pf, void (*fn) (PassFlow *pf), bool sliced, bool prepare,
 		}
 		ereport(WARNING,
 				(errcode(edata->sqlerrcode),
-				 errmsg("autocdc: flow \"%s\" failed: %s", pf->name, edata->message)));
-		failures_record(pf->flow ? pf->flow->id : 0, edata->message);
+				 errmsg("autocdc: flow \"%s\" failed: %s", pf->name, edata->message),
+				 edata->detail ? errdetail("%s", edata->detail) : 0,
+				 edata->hint ? errhint("%s", edata->hint) : 0));
+		failures_record(pf->flow ? pf->flow->id : 0, edata);
 		become_superuser(&saved_uid, &saved_sec);
 		failures_persist();
 		restore_user(saved_uid, saved_sec);
@@ -369,6 +372,21 @@ pass_apply(PassFlow *pf)
 }
 
 /*
+ * Note that the pass leaves the flow's batch unapplied: pending since its
+ * first transaction (or, for a batch cut short, since some later one).
+ */
+static void
+note_pending(PassFlow *pf)
+{
+	LagNote		note = pf->capture.lag;
+
+	note.pending_since = pf->capture.first_commit;
+	if (note.pending_since == 0)
+		note.cut = true;
+	lag_note(pf->flow->id, &note);
+}
+
+/*
  * One pass of a background worker over the continuous flows it selected
  * and locked (names, in the worker's transaction), all on slot: each flow
  * is prepared, one decoding pass captures them all, and each is applied; a
@@ -414,9 +432,17 @@ pass_change_flows(List *names, const char *slot, int64 max_events, int64 max_wal
 
 		left--;
 		if (pf->capture.deferred)
+		{
 			note_slow(pf->flow->id);	/* too big for a slice */
+			note_pending(pf);
+		}
 		else if (!pf->capture.resync)
-			(void) run_guarded(pf, pass_apply, sliced, false, left > 0 || more);
+		{
+			if (run_guarded(pf, pass_apply, sliced, false, left > 0 || more))
+				lag_note(pf->flow->id, &pf->capture.lag);
+			else
+				note_pending(pf);
+		}
 		run_batch_owner_release(pf->owner);
 		pf->owner = NULL;
 	}

@@ -59,6 +59,8 @@ run_set_applying(const char *name)
 	if (applying_flow)
 		pfree(applying_flow);
 	applying_flow = name ? MemoryContextStrdup(TopMemoryContext, name) : NULL;
+	if (name)
+		failures_note_lsn(InvalidXLogRecPtr);	/* a new run names no event yet */
 	list_free(held_relations);	/* on error, their owner released them */
 	held_relations = NIL;
 }
@@ -332,6 +334,7 @@ run_refresh(FlowDef *flow, RunMetrics *m)
 		f->progress = InvalidXLogRecPtr;
 		f->once_done = false;
 		f->skip_upto = InvalidXLogRecPtr;	/* positions before the refresh are past */
+		f->skip_invalid = flow->skip_invalid;
 		run_one(f, &fm, true, lc == list_head(flows));
 		m->num_events += fm.num_events;
 		m->num_upserted += fm.num_upserted;

@@ -47,6 +47,7 @@
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "pgstat.h"
 #include "nodes/makefuncs.h"
 #include "replication/decode.h"
 #include "replication/logical.h"
@@ -116,6 +117,7 @@ typedef struct DecodeState
 	List	   *feeds;			/* FeedCapture */
 	int			nfeeds;
 	XLogRecPtr	commit_lsn;		/* of the current transaction */
+	TimestampTz commit_time;	/* of the current transaction */
 	bool		any_keep;		/* some flow keeps the current transaction */
 	int64		kept;			/* rows put into batches so far */
 	HTAB	   *rels;			/* DecodedRel by relid */
@@ -248,7 +250,7 @@ snapshot_row(HeapTuple tup, TupleDesc desc, void *arg)
 	bool	   *nulls = palloc(sizeof(bool) * natts);
 
 	values[0] = LSNGetDatum(sr->pos);
-	values[1] = Int64GetDatum(++sr->ord);
+	values[1] = Int64GetDatum(SNAPSHOT_ORD_BASE + ++sr->ord);
 	nulls[0] = nulls[1] = false;
 	heap_deform_tuple(tup, desc, values + 2, nulls + 2);
 	tuplestore_putvalues(sr->batch, sr->desc, values, nulls);
@@ -622,6 +624,7 @@ capture_begin(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
 	ListCell   *fl;
 
 	st->commit_lsn = txn->final_lsn;
+	st->commit_time = txn->xact_time.commit_time;
 	st->any_keep = false;
 	foreach(fl, st->feeds)
 	{
@@ -728,6 +731,8 @@ capture_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 		row.values = values;
 		row.nulls = nulls;
 		fc->kind->on_insert(&row);
+		if (fc->c->first_commit == 0)
+			fc->c->first_commit = st->commit_time;
 		st->kept++;
 	}
 	MemoryContextSwitchTo(old);
@@ -866,6 +871,8 @@ source_capture_flows(List *captures, const char *slot, int64 max_events,
 					continue;
 				source_read_whole(fc->c->flow, fc->c->batch, fc->c->batchdesc,
 									 GetXLogInsertRecPtr());
+				if (tuplestore_tuple_count(fc->c->batch) > 0)
+					fc->c->first_commit = GetCurrentTimestamp();
 				fc->first = snap;
 			}
 			PopActiveSnapshot();
@@ -875,6 +882,22 @@ source_capture_flows(List *captures, const char *slot, int64 max_events,
 		(void) set_config_option("logical_decoding_work_mem",
 								 psprintf("%d", autocdc_decoding_work_mem),
 								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+
+		/*
+		 * What the sources' statistics count now was committed before this
+		 * point, which this pass decodes: a later count that differs tells
+		 * that a later commit may be pending (lag.c).
+		 */
+		pgstat_clear_snapshot();
+		foreach(lc, st.feeds)
+		{
+			Capture    *c = ((FeedCapture *) lfirst(lc))->c;
+
+			c->lag.changes = lag_source_changes(c->flow->source);
+			c->lag.decoded_at = GetCurrentTimestamp();
+			c->lag.pending_since = 0;
+			c->lag.cut = false;
+		}
 
 		/* everything committed before this point is decoded by this pass */
 		XLogFlush(compat_GetXLogInsertEndRecPtr());
@@ -986,6 +1009,7 @@ source_capture_flows(List *captures, const char *slot, int64 max_events,
 			tuplestore_clear(fc->c->batch);
 			continue;
 		}
+		fc->c->lag.cut = more != NULL && *more;
 		if (result > flow->progress || !flow->has_progress)
 			flow->progress = result;
 		flow->has_progress = true;
@@ -1013,6 +1037,8 @@ source_capture(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 	c.m = m;
 	source_capture_flows(list_make1(&c), slots_for_flow(flow), 0, 0, 0, true, NULL);
 	source_raise_capture_error(&c);
+	/* everything decoded is applied, or the run fails and the note goes */
+	lag_note(flow->id, &c.lag);
 }
 
 /* Raise the error that stopped a flow's capture, if any. */

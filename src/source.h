@@ -15,6 +15,7 @@
 #include "utils/tuplestore.h"
 
 #include "catalog.h"
+#include "lag.h"
 
 /* One flow's part in a decoding pass. */
 typedef struct Capture
@@ -26,6 +27,11 @@ typedef struct Capture
 	bool		resync;			/* out: progress no longer served, not captured */
 	bool		deferred;		/* out: evicted from the pass, not captured */
 	char	   *error;			/* out: why capture stopped for this flow */
+	TimestampTz first_commit;	/* out: commit time of the batch's first
+								 * transaction (a first read: its time), 0:
+								 * empty */
+	LagNote		lag;			/* out: how the pass leaves the flow if it
+								 * applies the batch */
 } Capture;
 
 /* A decoded row, mapped onto a flow's source columns in batch layout (layout.h). */

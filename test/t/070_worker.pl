@@ -173,10 +173,26 @@ $node->safe_psql('app', q{
 	INSERT INTO feed_e VALUES (1, 'a', 1);
 });
 wait_for('app', q{SELECT num_events = 1 FROM autocdc.flows WHERE name = 'e1'}, 'e1 runs');
+my $before_bad = $node->safe_psql('app', 'SELECT pg_current_wal_lsn()');
 $node->safe_psql('app', q{INSERT INTO feed_e VALUES (2, 'bad', NULL)});
 my $bad = $node->safe_psql('app', 'SELECT pg_current_wal_lsn()');
 wait_for('app', q{SELECT state = 'error' AND last_error LIKE '%null sequence%' FROM autocdc.flows WHERE name = 'e1'},
 	'a poisoned event puts the flow in state error with its message');
+# the whole error is kept: the commit to pass, the detail and hint naming it, the SQLSTATE
+my $lsn = $node->safe_psql('app', q{SELECT last_error_lsn FROM autocdc.flows WHERE name = 'e1'});
+is($node->safe_psql('app', qq{SELECT '$lsn'::pg_lsn > '$before_bad' AND '$lsn'::pg_lsn <= '$bad'}), 't',
+	'last_error_lsn is the commit of the poisoned transaction');
+is($node->safe_psql('app', q{SELECT last_error_sqlstate || ' | ' || last_error_detail || ' | ' || last_error_hint
+							   FROM autocdc.flows WHERE name = 'e1'}),
+	"22004 | The event's source transaction committed at LSN $lsn. | "
+	  . "Pass it with SELECT autocdc.skip_events('e1', '$lsn'), or recreate the flow with a sequence that is never null.",
+	'a worker run keeps the SQLSTATE, detail and hint of its error');
+is($node->safe_psql('app', q{SELECT error_sqlstate || ' ' || error_lsn || ' ' || (error_hint LIKE '%skip_events%')
+							   FROM autocdc.flow_runs WHERE flow = 'e1' AND status = 'error' ORDER BY id DESC LIMIT 1}),
+	"22004 $lsn true", 'so does its flow_runs row');
+like(slurp_file($node->logfile),
+	qr/flow "e1" failed: [^\n]*null sequence\n[^\n]*DETAIL:  The event's source transaction committed at LSN \Q$lsn\E\.\n[^\n]*HINT:  Pass it with SELECT autocdc\.skip_events\('e1', '\Q$lsn\E'\)/,
+	'the server log shows the LSN to pass and the skip_events hint');
 is($node->safe_psql('app', q{SELECT retry_at > last_error_at FROM autocdc.flows WHERE name = 'e1'}),
 	't', 'the failed flow is retried after a back-off');
 is($node->safe_psql('app', q{SELECT count(*) > 0 FROM autocdc.flow_runs WHERE flow = 'e1' AND status = 'error'}),
@@ -184,7 +200,7 @@ is($node->safe_psql('app', q{SELECT count(*) > 0 FROM autocdc.flow_runs WHERE fl
 insert_events('app', 'feed', 10);
 wait_for('app', q{SELECT num_events = 860 FROM autocdc.flows WHERE name = 't1'},
 	'the other flows go on');
-$node->safe_psql('app', qq{SELECT autocdc.skip_events('e1', '$bad')});
+$node->safe_psql('app', q{SELECT autocdc.skip_events('e1', last_error_lsn) FROM autocdc.flows WHERE name = 'e1'});
 $node->safe_psql('app', q{INSERT INTO feed_e VALUES (3, 'c', 2)});
 wait_for('app', q{SELECT state = 'idle' AND num_events = 2 AND num_skipped_events = 1
 					FROM autocdc.flows WHERE name = 'e1'},
@@ -370,6 +386,76 @@ $node->safe_psql('app', q{SELECT count(*) FROM pg_logical_slot_get_changes('othe
 like(slurp_file($node->logfile, $offset), qr/starting logical decoding for slot "other"/,
 	'log noise: decoding by someone else is still logged');
 $node->safe_psql('app', q{SELECT pg_drop_replication_slot('other')});
+
+# --- lag_time: NULL when nothing is pending, else the age of what is --------
+$node->safe_psql('postgres', q{ALTER SYSTEM SET autocdc.naptime = '1s'});
+$node->reload;
+sub lag
+{
+	my ($flow) = @_;
+	return $node->safe_psql('app', qq{
+		SELECT coalesce(round(extract(epoch FROM lag_time), 1)::text, 'null') || ' '
+			   || coalesce(lag_time_exact::text, 'null')
+		  FROM autocdc.flows WHERE name = '$flow'});
+}
+$node->safe_psql('app', q{
+	CREATE TABLE feed_l (k int, v text, seq int);
+	SELECT autocdc.create_flow('l1', 'feed_l', '{k}', 'seq');
+	INSERT INTO feed_l VALUES (1, 'a', 1);
+});
+wait_for('app', q{SELECT num_events = 1 AND lag_time IS NULL AND lag_time_exact FROM autocdc.flows WHERE name = 'l1'},
+	'lag_time: a caught-up flow shows none');
+my @lags;
+for my $i (1 .. 20)
+{
+	$node->safe_psql('app', "INSERT INTO busy VALUES ($i)");
+	push @lags, lag('l1');
+	select(undef, undef, undef, 0.2);
+}
+is(join(',', grep { $_ ne 'null true' } @lags), '', 'lag_time: an idle flow shows none while other tables change');
+
+# seen and not applied: the age of that commit, exactly
+my $t0 = $node->safe_psql('app', 'SELECT clock_timestamp()');
+$node->safe_psql('app', q{INSERT INTO feed_l VALUES (2, 'bad', NULL)});
+my $t1 = $node->safe_psql('app', 'SELECT clock_timestamp()');
+wait_for('app', q{SELECT state = 'error' AND lag_time_exact FROM autocdc.flows WHERE name = 'l1'},
+	'lag_time: a failing flow has a pending commit');
+sleep 1;
+is($node->safe_psql('app', qq{
+		SELECT lag_time BETWEEN now() - '$t1'::timestamptz AND now() - '$t0'::timestamptz
+		  FROM autocdc.flows WHERE name = 'l1'}),
+	't', 'lag_time: the age of the oldest commit seen and not applied');
+$node->safe_psql('app', q{SELECT autocdc.skip_events('l1', last_error_lsn) FROM autocdc.flows WHERE name = 'l1'});
+wait_for('app', q{SELECT state = 'idle' AND lag_time IS NULL AND lag_time_exact FROM autocdc.flows WHERE name = 'l1'},
+	'lag_time: none once the flow caught up again');
+
+# a paused flow: none while nothing is committed to its source, an estimate after
+$node->safe_psql('app', q{SELECT autocdc.pause_flow('l1')});
+sleep 2;
+is(lag('l1'), 'null true', 'lag_time: a paused flow with nothing pending shows none');
+$node->safe_psql('app', q{INSERT INTO feed_l VALUES (3, 'c', 3)});
+wait_for('app', q{SELECT lag_time IS NOT NULL AND NOT lag_time_exact FROM autocdc.flows WHERE name = 'l1'},
+	'lag_time: a paused flow with a commit pending shows an estimate');
+my $first = $node->safe_psql('app', q{SELECT extract(epoch FROM lag_time) FROM autocdc.flows WHERE name = 'l1'});
+sleep 1;
+ok($node->safe_psql('app', q{SELECT extract(epoch FROM lag_time) FROM autocdc.flows WHERE name = 'l1'}) > $first,
+	'lag_time: the estimate grows while the flow is paused');
+$node->safe_psql('app', q{SELECT autocdc.resume_flow('l1')});
+wait_for('app', q{SELECT num_events = 2 AND lag_time IS NULL AND lag_time_exact FROM autocdc.flows WHERE name = 'l1'},
+	'lag_time: none once the resumed flow applied its events');
+
+# a flow that only run_flow applies
+$node->safe_psql('app', q{
+	CREATE TABLE feed_l2 (k int, v text, seq int);
+	SELECT autocdc.create_flow('l2', 'feed_l2', '{k}', 'seq', continuous => false);
+	INSERT INTO feed_l2 VALUES (1, 'a', 1);
+	SELECT * FROM autocdc.run_flow('l2');
+});
+is(lag('l2'), 'null true', 'lag_time: none after run_flow applied everything');
+$node->safe_psql('app', q{INSERT INTO feed_l2 VALUES (2, 'b', 2)});
+like(lag('l2'), qr/^[0-9.]+ false$/, 'lag_time: an estimate once its source has a commit no run applied');
+$node->safe_psql('app', q{SELECT * FROM autocdc.run_flow('l2')});
+is(lag('l2'), 'null true', 'lag_time: none again after the next run_flow');
 
 $node->stop;
 done_testing();
