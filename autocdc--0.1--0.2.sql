@@ -38,6 +38,21 @@ UPDATE autocdc.flow_run_log r SET flow_id = f.id FROM autocdc.flow f WHERE f.nam
 DROP INDEX autocdc.flow_run_log_flow_id_idx;
 CREATE INDEX ON autocdc.flow_run_log (flow_id, id);
 
+-- a version-function snapshot flow can be created in named notation without source
+CREATE OR REPLACE FUNCTION autocdc.create_snapshot_flow(
+	target text, source text DEFAULT NULL, keys text[] DEFAULT NULL,
+	stored_as_scd_type text DEFAULT '1',
+	track_history_column_list text[] DEFAULT NULL,
+	track_history_except_column_list text[] DEFAULT NULL,
+	name text DEFAULT NULL, continuous boolean DEFAULT true,
+	source_function text DEFAULT NULL)
+	RETURNS text
+	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_create_snapshot_flow';
+
+-- autocdc.flows.source shows the source as written, without stream(), whichever form made the flow
+UPDATE autocdc.flow SET source_text = pg_catalog.regexp_replace(source_text, '^\s*stream\s*\((.*)\)\s*$', '\1', 'i')
+ WHERE kind = 'cdc';
+
 -- full_refresh can skip the rows that cannot become events
 DROP FUNCTION autocdc.full_refresh(text);
 CREATE FUNCTION autocdc.full_refresh(name text, skip_invalid boolean DEFAULT false,

@@ -201,8 +201,10 @@ CREATE FUNCTION autocdc.create_flow(
 	RETURNS text
 	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_create_flow';
 
+-- source and keys have defaults so that a version-function flow can be
+-- created in named notation without source (keys is required all the same)
 CREATE FUNCTION autocdc.create_snapshot_flow(
-	target text, source text, keys text[],
+	target text, source text DEFAULT NULL, keys text[] DEFAULT NULL,
 	stored_as_scd_type text DEFAULT '1',
 	track_history_column_list text[] DEFAULT NULL,
 	track_history_except_column_list text[] DEFAULT NULL,

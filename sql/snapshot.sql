@@ -381,7 +381,21 @@ SELECT s_try($$SELECT autocdc.create_snapshot_flow('e1', NULL, '{k}', source_fun
 SELECT s_try($$SELECT autocdc.create_snapshot_flow('e1', NULL, '{k}', source_function => 'f_notset(int)')$$);
 SELECT s_try($$SELECT autocdc.create_snapshot_flow('e1', NULL, '{k}', source_function => 'f_one(bigint)')$$);
 SELECT s_try($$SELECT autocdc.create_snapshot_flow('e1', NULL, '{k}', source_function => 'nope(int)')$$);
--- arguments
+-- a version function that relies on the caller's search_path: the hint names autocdc's
+CREATE TABLE unq_versions (snapshot regclass, version int);
+INSERT INTO unq_versions VALUES ('v1', 1);
+CREATE FUNCTION unq_next(last int) RETURNS TABLE (snapshot regclass, version int)
+	LANGUAGE sql AS $$ SELECT u.snapshot, u.version FROM unq_versions u WHERE last IS NULL $$;
+SELECT autocdc.create_snapshot_flow('unq_flow', NULL, '{userId}', source_function => 'unq_next(int)',
+	continuous => false);
+SELECT s_try($$SELECT * FROM autocdc.run_flow('unq_flow')$$);
+SELECT autocdc.drop_flow('unq_flow');
+DROP FUNCTION unq_next(int);
+DROP TABLE unq_versions;
+-- arguments; source may be left out in named notation
+SELECT s_try($$SELECT autocdc.create_snapshot_flow(target => 'e1', source_function => 'nope(int)', keys => '{k}')$$);
+SELECT s_try($$SELECT autocdc.create_snapshot_flow(target => 'e1', source_function => 'nope')$$);
+SELECT s_try($$SELECT autocdc.create_snapshot_flow(target => 'e1', source_function => 'f_one(int)')$$);
 SELECT s_try($$SELECT autocdc.create_snapshot_flow('e1', 'users', '{userId}', source_function => 'f_one(int)')$$);
 SELECT s_try($$SELECT autocdc.create_snapshot_flow('e1', NULL, '{userId}')$$);
 SELECT s_try($$SELECT autocdc.create_snapshot_flow(NULL, 'users', '{userId}')$$);

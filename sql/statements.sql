@@ -627,6 +627,19 @@ RESET ROLE;
 SELECT name FROM autocdc.flows WHERE name IN ('st_c_scd2', 'st_alice_flow', 'st_alice_e') ORDER BY name;
 
 --
+-- flow names are not schema-qualified, and hints speak the statement form
+--
+DO LANGUAGE autocdc $$ CREATE FLOW st_s.st_q AS AUTO CDC INTO st_s.st_q FROM stream(st_users_cdf)
+	KEYS (userId) SEQUENCE BY sequenceNum $$;
+DO LANGUAGE autocdc $$ CREATE FLOW st_q AS AUTO CDC INTO st_s.st_q FROM stream(st_users_cdf)
+	KEYS (userId) SEQUENCE BY sequenceNum $$;
+DO LANGUAGE autocdc $$ CREATE FLOW st_q AS AUTO CDC INTO st_s.st_q2 FROM stream(st_users_cdf)
+	KEYS (userId) SEQUENCE BY sequenceNum $$;
+-- the source reads the same whichever form made the flow
+SELECT autocdc.create_flow('st_s.st_q3', 'st_users_cdf', '{userId}', 'sequenceNum', continuous => false);
+SELECT name, target, source FROM autocdc.flows WHERE name IN ('st_q', 'st_q3') ORDER BY name;
+
+--
 -- clean up
 --
 DO $$BEGIN PERFORM autocdc.drop_flow(name, true) FROM autocdc.flow WHERE name ILIKE 'st\_%'; END$$;

@@ -496,14 +496,17 @@ def_target_name(Definition *d)
 	d->flowname = pstrdup(d->spec->name ? d->spec->name : d->trv->relname);
 }
 
-/* Refuse a name another flow has. */
+/* Refuse a name another flow has (the hint in the caller's syntax). */
 static void
-check_new_name(const char *flowname)
+check_new_name(const char *flowname, bool from_statement)
 {
 	if (catalog_flow_exists(flowname))
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("flow \"%s\" already exists", flowname),
+				 from_statement ?
+				 errhint("Give the flow another name (CREATE FLOW other_name AS ...), or drop the existing flow first with DROP FLOW %s.",
+						 quote_identifier(flowname)) :
 				 errhint("Give the flow another name with name => '...', or drop the existing flow first.")));
 }
 
@@ -624,7 +627,7 @@ def_flowdef(Definition *d)
 	f->owner = GetUserId();
 	f->kind = d->spec->kind;
 	f->source = d->source;
-	f->source_text = pstrdup(d->spec->source);
+	f->source_text = pstrdup(d->srcname);	/* as written, without stream() */
 	f->once = d->spec->once;
 	f->target_id = d->tdef.id;
 	f->scd = d->kind->code;
@@ -668,7 +671,7 @@ define_from(FlowSpec *spec)
 	def_expressions(&d);
 	def_target_name(&d);
 	level = set_safe_search_path();
-	check_new_name(d.flowname);
+	check_new_name(d.flowname, spec->from_statement);
 	def_sequence_type(&d);
 	def_target(&d);
 	def_record_target(&d);
@@ -775,7 +778,9 @@ define_snapshot_flow(FlowSpec *spec)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_FUNCTION),
 					 errmsg("version function %s does not exist", spec->source_function),
-					 errhint("Give the function's name and argument type, e.g. source_function => 'next_snapshot(bigint)'.")));
+					 strchr(spec->source_function, '(') == NULL ?
+					 errhint("Give the function's name and argument type, e.g. source_function => 'next_snapshot(bigint)'.") :
+					 errhint("Create it first (or check its schema and argument type): it takes the last version applied, NULL at first, and returns the next snapshot and its version, e.g. RETURNS TABLE (snapshot regclass, version bigint).")));
 		(void) snapsource_check_function(fn, spec->source_function);
 		if (compat_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
 			ereport(ERROR,
@@ -814,7 +819,7 @@ define_snapshot_flow(FlowSpec *spec)
 		f->track_all = true;
 		f->continuous = spec->continuous;
 		f->snapshot_target = quote_qualified_identifier(trv->schemaname, trv->relname);
-		check_new_name(f->name);
+		check_new_name(f->name, spec->from_statement);
 		catalog_insert_flow(f);
 		AtEOXact_GUC(true, level);
 		return f->name;

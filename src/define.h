@@ -36,6 +36,7 @@ typedef struct FlowSpec
 	bool		continuous;
 	const char *tombstone_retention;	/* interval text, or NULL */
 	const char *source_function;	/* snapshot flows: 'f(bigint)' */
+	bool		from_statement; /* the statement form: hints in its syntax */
 } FlowSpec;
 
 extern char *define_flow(FlowSpec *spec);

@@ -145,6 +145,24 @@ snapsource_resolve(FlowDef *flow, Oid *vtype)
 }
 
 /*
+ * Error context of a version function's call: a name it cannot find is
+ * most often one that the caller's search_path used to find, so say which
+ * search_path autocdc runs it with.
+ */
+static void
+version_call_context(void *arg)
+{
+	const char *signature = arg;
+	int			code = geterrcode();
+
+	errcontext("version function %s", signature);
+	if (code == ERRCODE_UNDEFINED_TABLE || code == ERRCODE_UNDEFINED_FUNCTION ||
+		code == ERRCODE_UNDEFINED_OBJECT)
+		errhint("autocdc calls version functions with search_path = pg_catalog, pg_temp: qualify the names the function uses, or give it one, e.g. ALTER FUNCTION %s SET search_path = public.",
+				signature);
+}
+
+/*
  * Call the version function with the last applied version (as the flow
  * owner) and return its rows in ascending version order.
  */
@@ -161,11 +179,17 @@ snapsource_call(FlowDef *flow, Oid fn, Oid vtype, Datum last, bool lastnull)
 	int16		typlen;
 	bool		typbyval;
 	uint64		i;
+	ErrorContextCallback callback;
 
 	get_typlenbyval(vtype, &typlen, &typbyval);
 	become_owner(flow->owner, &saved_uid, &saved_sec);
+	callback.callback = version_call_context;
+	callback.arg = flow->source_function;
+	callback.previous = error_context_stack;
+	error_context_stack = &callback;
 	if (SPI_execute_with_args(sql, 1, &vtype, &last, nulls, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not call version function %s", flow->source_function);
+	error_context_stack = callback.previous;
 	restore_user(saved_uid, saved_sec);
 	for (i = 0; i < SPI_processed; i++)
 	{

@@ -98,6 +98,7 @@ run_create_flow(AutocdcStmt *s)
 	spec.track_except_list = (ArrayType *) DatumGetPointer(text_array(s->track_except_list, &isnull));
 	spec.name = s->name ? parse_identifier(s->name, "flow") : NULL;
 	spec.continuous = true;
+	spec.from_statement = true;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (s->snapshot)

@@ -153,6 +153,13 @@ parse_identifier(const char *text, const char *what)
 {
 	List	   *names = name_list_or_nil(text);
 
+	if (list_length(names) > 1 && strcmp(what, "flow") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_NAME),
+				 errmsg("flow name \"%s\" is schema-qualified", text),
+				 errdetail("Flows belong to no schema; a flow's target may be in any schema."),
+				 errhint("Name the flow \"%s\": the default name of a flow is its target's name without the schema.",
+						 strVal(llast(names)))));
 	if (list_length(names) != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_NAME),

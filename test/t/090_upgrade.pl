@@ -284,8 +284,13 @@ my $unapplied = $node->safe_psql('postgres', q{
 	SELECT sum(num_events) FROM autocdc.flows WHERE name = 't2'});
 is($unapplied, 60, 'nothing written since the 0.1 library stopped is applied yet');
 
+is($node->safe_psql('postgres', q{SELECT source FROM autocdc.flows WHERE name = 't3'}), 'stream(feed)',
+	'0.1 showed a statement-made flow\'s source with stream()');
+
 # --- the update ------------------------------------------------------------------
 $node->safe_psql('postgres', 'ALTER EXTENSION autocdc UPDATE');
+is($node->safe_psql('postgres', q{SELECT source FROM autocdc.flows WHERE name = 't3'}), 'feed',
+	'after the update it shows the source as the function form does');
 is($node->safe_psql('postgres', q{SELECT extversion FROM pg_extension WHERE extname = 'autocdc'}),
 	'0.2', 'the extension is at 0.2');
 write_events(25);
