@@ -84,6 +84,9 @@ ALTER TABLE autocdc.flow_state ADD COLUMN laggard_since timestamptz;
 ALTER TABLE autocdc.flow_state ADD COLUMN last_error_detail text,
 	ADD COLUMN last_error_hint text, ADD COLUMN last_error_sqlstate text,
 	ADD COLUMN last_error_lsn pg_lsn;
+-- updates and deletes of a feed's rows are counted, not applied
+ALTER TABLE autocdc.flow_state ADD COLUMN num_ignored_updates bigint NOT NULL DEFAULT 0,
+	ADD COLUMN num_ignored_deletes bigint NOT NULL DEFAULT 0;
 ALTER TABLE autocdc.flow_run_log ADD COLUMN error_detail text,
 	ADD COLUMN error_hint text, ADD COLUMN error_sqlstate text, ADD COLUMN error_lsn pg_lsn;
 
@@ -135,6 +138,8 @@ SELECT f.name,
 	   s.num_upserted_rows,
 	   s.num_deleted_rows,
 	   s.num_skipped_events,
+	   s.num_ignored_updates,
+	   s.num_ignored_deletes,
 	   CASE WHEN sl.restart_lsn IS NOT NULL AND NOT f.once AND f.kind = 'cdc'
 			THEN pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(), s.progress)::bigint
 	   END AS retained_wal_bytes,

@@ -109,6 +109,8 @@ CREATE TABLE autocdc.flow_state (
 	num_upserted_rows bigint NOT NULL DEFAULT 0,
 	num_deleted_rows bigint NOT NULL DEFAULT 0,
 	num_skipped_events bigint NOT NULL DEFAULT 0,
+	num_ignored_updates bigint NOT NULL DEFAULT 0,	-- feeds: updated rows (not events)
+	num_ignored_deletes bigint NOT NULL DEFAULT 0,	-- feeds: deleted rows (purges)
 	waiting_since timestamptz,	-- since when the worker finds a relation of the flow locked
 	laggard_since timestamptz	-- since when the flow is served from the laggard slot
 );
@@ -357,6 +359,8 @@ SELECT f.name,
 	   s.num_upserted_rows,
 	   s.num_deleted_rows,
 	   s.num_skipped_events,
+	   s.num_ignored_updates,
+	   s.num_ignored_deletes,
 	   CASE WHEN sl.restart_lsn IS NOT NULL AND NOT f.once AND f.kind = 'cdc'
 			THEN pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(), s.progress)::bigint
 	   END AS retained_wal_bytes,

@@ -197,6 +197,27 @@ SELECT r_show($$SELECT * FROM autocdc.full_refresh('r_ir', skip_invalid => NULL)
 SELECT autocdc.drop_flow('r_ir', true);
 
 --
+-- Updates and deletes of a feed's rows are counted, not applied; the first
+-- updates warn (once) and a feed with a primary key gets a notice.
+--
+CREATE TABLE r_upd_feed (id int, v text, seq int);
+CREATE TABLE r_upd_pk (eid serial PRIMARY KEY, id int, v text, seq int);
+SELECT autocdc.create_flow('r_upd', 'r_upd_feed', '{id}', sequence_by => 'seq', continuous => false);
+SELECT autocdc.create_flow('r_updpk', 'r_upd_pk', '{id}', sequence_by => 'seq', continuous => false);
+INSERT INTO r_upd_feed VALUES (1, 'a', 1), (2, 'b', 2);
+SELECT * FROM autocdc.run_flow('r_upd');
+UPDATE r_upd_feed SET v = 'changed';
+DELETE FROM r_upd_feed WHERE id = 2;
+SELECT * FROM autocdc.run_flow('r_upd');
+UPDATE r_upd_feed SET v = 'again';
+SELECT * FROM autocdc.run_flow('r_upd');
+SELECT * FROM r_upd ORDER BY id;
+SELECT num_events, num_ignored_updates, num_ignored_deletes FROM autocdc.flows WHERE name = 'r_upd';
+SELECT autocdc.drop_flow('r_upd', true);
+SELECT autocdc.drop_flow('r_updpk', true);
+DROP TABLE r_upd_feed, r_upd_pk;
+
+--
 -- A truncate row needs no key: it deletes every key written before it.
 --
 INSERT INTO r_feed VALUES (NULL, NULL, 10, 'T');

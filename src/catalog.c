@@ -284,6 +284,7 @@ typedef enum FlowColumn
 	FC_SKIP_UPTO,
 	FC_LAST_RUN_AT,
 	FC_WAITING,
+	FC_IGNORED_UPDATES,
 	FC_SNAPSHOT_VERSION,
 	FC_NCOLUMNS
 } FlowColumn;
@@ -325,6 +326,7 @@ static const char *const flow_columns[FC_NCOLUMNS] = {
 	[FC_SKIP_UPTO] = "s.skip_upto",
 	[FC_LAST_RUN_AT] = "s.last_run_at",
 	[FC_WAITING] = "s.waiting_since IS NOT NULL",
+	[FC_IGNORED_UPDATES] = "s.num_ignored_updates",
 	[FC_SNAPSHOT_VERSION] = "f.snapshot_version",
 };
 
@@ -406,6 +408,8 @@ flow_from_row(HeapTuple tup, TupleDesc desc)
 	f->last_run_at = isnull ? 0 : DatumGetTimestampTz(d);
 	d = FLOW_GET(FC_WAITING, &isnull);
 	f->waiting = !isnull && DatumGetBool(d);
+	d = FLOW_GET(FC_IGNORED_UPDATES, &isnull);
+	f->ignored_updates = isnull ? 0 : DatumGetInt64(d);
 	f->snapshot_version = flow_text(tup, desc, FC_SNAPSHOT_VERSION);
 	return f;
 }
@@ -679,8 +683,12 @@ catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz started, bool lo
 	arg_text(&a, flow->slot_name);	/* $10 */
 	arg_lsn(&a, flow->skip_upto, XLogRecPtrIsInvalid(flow->skip_upto));
 	arg_int4(&a, flow->id);
+	arg_add(&a, INT8OID, Int64GetDatum(m->num_ignored_updates), false);	/* $13 */
+	arg_add(&a, INT8OID, Int64GetDatum(m->num_ignored_deletes), false);
 	cat_exec("UPDATE autocdc.flow_state SET progress = $2, once_done = $3, "
 			 "num_events = num_events OPERATOR(pg_catalog.+) $4, "
+			 "num_ignored_updates = num_ignored_updates OPERATOR(pg_catalog.+) $13, "
+			 "num_ignored_deletes = num_ignored_deletes OPERATOR(pg_catalog.+) $14, "
 			 "num_upserted_rows = num_upserted_rows OPERATOR(pg_catalog.+) $5, "
 			 "num_deleted_rows = num_deleted_rows OPERATOR(pg_catalog.+) $6, "
 			 "num_skipped_events = num_skipped_events OPERATOR(pg_catalog.+) $7, "

@@ -65,6 +65,7 @@ typedef struct FlowDef
 	TimestampTz last_run_at;	/* 0: never */
 	bool		waiting;		/* marked waiting for a locked relation */
 	bool		skip_invalid;	/* this run skips rows that cannot be events */
+	int64		ignored_updates;	/* updates of its feed counted so far */
 	char	   *snapshot_version;	/* last applied version as text, or NULL */
 } FlowDef;
 
@@ -88,6 +89,8 @@ typedef struct RunMetrics
 	int64		num_upserted;
 	int64		num_deleted;
 	int64		num_skipped;
+	int64		num_ignored_updates;	/* feeds: updated rows, not events */
+	int64		num_ignored_deletes;	/* feeds: deleted rows (purges) */
 	TimestampTz last_commit_time;
 } RunMetrics;
 

@@ -15,6 +15,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/relation.h"
 #include "catalog/catalog.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_inherits.h"
@@ -28,6 +29,7 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
+#include "utils/relcache.h"
 #include "utils/rls.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
@@ -333,6 +335,18 @@ def_check_source(Definition *d)
 				 errmsg("source \"%s\" has row-level security enabled", d->srcname),
 				 errhint("A flow must read every row of its source; its owner must bypass row-level security.")));
 	d->srccols = relation_columns(d->source);
+	if (!d->reads_once)
+	{
+		Relation	rel = relation_open(d->source, AccessShareLock);
+		bool		has_pk = OidIsValid(RelationGetPrimaryKeyIndex(rel));
+
+		relation_close(rel, AccessShareLock);
+		if (has_pk)
+			ereport(NOTICE,
+					(errmsg("source \"%s\" has a primary key: the flow applies the rows inserted into it, not their updates or deletes",
+							d->srcname),
+					 errhint("A feed holds one row per change. Updates and deletes of its rows are counted in autocdc.flows (num_ignored_updates, num_ignored_deletes); following a table's updates needs a changes() source, which this version does not provide yet.")));
+	}
 }
 
 /* Keys, the column selection and the tracked columns. */

@@ -357,7 +357,8 @@ static void
 pass_apply(PassFlow *pf)
 {
 	bool		idle = tuplestore_tuple_count(pf->capture.batch) == 0 &&
-		pf->m.num_skipped == 0;
+		pf->m.num_skipped == 0 && pf->m.num_ignored_updates == 0 &&
+		pf->m.num_ignored_deletes == 0;
 
 	source_raise_capture_error(&pf->capture);
 	if (idle && pf->flow->last_run_at != 0 &&

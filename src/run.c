@@ -232,6 +232,13 @@ run_apply(FlowDef *flow, Tuplestorestate *batch, TupleDesc bdesc, RunMetrics *m,
 	batch_clear();
 	run_release_relations();
 	catalog_save_progress(flow, m, started, log);
+	if (m->num_ignored_updates > 0 && flow->ignored_updates == 0)
+		ereport(WARNING,
+				(errcode(ERRCODE_WARNING),
+				 errmsg("flow \"%s\": rows of its source \"%s\" were updated, which a feed flow ignores",
+						flow->name, get_rel_name(flow->source)),
+				 errdetail("A feed flow applies the rows inserted into its source; updates and deletes of them change nothing. autocdc.flows counts them in num_ignored_updates and num_ignored_deletes (this warning is given once)."),
+				 errhint("Insert one row per change instead of updating one. Following a table's updates and deletes needs a changes() source, which this version does not provide yet.")));
 }
 
 /*

@@ -674,7 +674,26 @@ capture_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 	dr = decode_rel(st, relation);
 	if (!dr->wanted)
 		return;
-	/* the source kinds read inserts only so far (feeds) */
+	/*
+	 * The source kinds read inserts only so far (feeds): a feed's updated
+	 * and deleted rows are counted, not applied.
+	 */
+	if (change->action == REORDER_BUFFER_CHANGE_UPDATE ||
+		change->action == REORDER_BUFFER_CHANGE_DELETE)
+	{
+		foreach(fl, st->feeds)
+		{
+			FeedCapture *fc = lfirst(fl);
+
+			if (dr->maps[k++] == NULL || !fc->keep || fc->skip || fc->c->error != NULL)
+				continue;
+			if (change->action == REORDER_BUFFER_CHANGE_UPDATE)
+				fc->c->m->num_ignored_updates++;
+			else
+				fc->c->m->num_ignored_deletes++;
+		}
+		return;
+	}
 	if (change->action != REORDER_BUFFER_CHANGE_INSERT)
 		return;
 	tup = compat_change_newtuple(change);

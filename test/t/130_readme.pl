@@ -1,0 +1,47 @@
+# README.md's SQL blocks run as written: every ```sql block, in order, in
+# one database of a server with the background worker, with psql stopping
+# at the first error; then what the examples say they produce is checked.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+use AutocdcTest;
+
+my $readme = slurp_file(($ENV{TESTDIR} // '.') . '/README.md');
+my @blocks = $readme =~ /^```sql\n(.*?)^```$/msg;
+ok(@blocks >= 4, 'README has its SQL blocks (' . scalar(@blocks) . ')');
+
+my $node = autocdc_node('readme', worker => 1);
+$node->safe_psql('postgres', 'CREATE DATABASE readme');
+my $i = 0;
+for my $block (@blocks)
+{
+	$i++;
+	my ($ret, $out, $err) = $node->psql('readme', $block, on_error_stop => 1);
+	is($ret, 0, "README SQL block $i runs as written");
+	unlike($err, qr/ERROR/, "README SQL block $i raises no error") or diag($err);
+}
+
+# what the examples say
+is($node->safe_psql('readme', q{SELECT string_agg(userid || ' ' || name || ' ' || city, ', ' ORDER BY userid)
+								  FROM users_current}),
+	'1 Ann Kyiv, 9 Zoe Oslo', 'users_current: sequence 3 wins, key 2 deleted, the backfill added');
+ok($node->poll_query_until('readme', q{SELECT count(*) = 4 FROM users_history}),
+	'the worker applied the continuous SCD 2 flow (Ann, Anne, Ann again, Bob until deleted)');
+ok($node->poll_query_until('readme', q{
+		SELECT string_agg(userid || ' ' || name, ', ' ORDER BY userid) = '1 Ann' FROM users_current_st}),
+	'the statement form\'s SCD 1 flow has the same result (the backfill is the function form\'s)')
+  or diag($node->safe_psql('readme', 'TABLE users_current_st'));
+ok($node->poll_query_until('readme', q{SELECT count(*) = 2 FROM orders_history_st}),
+	'APPLY CHANGES through autocdc.execute made a working flow');
+is($node->safe_psql('readme', q{SELECT string_agg(userid || ' ' || city || ' ' || (__end_at IS NULL), ', '
+									ORDER BY userid, __start_at) FROM users_scd2}),
+	'1 Lima false, 1 Kyiv true, 2 Rome false', 'the version function\'s snapshots make the documented history');
+is($node->safe_psql('readme', q{SELECT count(*) FROM autocdc.flows WHERE state = 'error'}), '0',
+	'no flow of the examples is in error');
+
+$node->stop;
+done_testing();
