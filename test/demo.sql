@@ -1,4 +1,6 @@
--- autocdc demo: the worked examples 1-4 of docs/semantics.md §8, end to end.
+-- autocdc demo: the worked examples 1-7 of docs/semantics.md §8, end to end,
+-- then a continuous flow that the background worker applies while events
+-- arrive.  Prints the events, what each run applied, and the targets.
 -- Run by test/demo.sh on a throwaway cluster (psql, autocommit, ON_ERROR_STOP).
 -- Every statement below is its own transaction; in particular the first
 -- run_flow of the database (which creates autocdc's replication slot) must be.
@@ -58,6 +60,8 @@ INSERT INTO users_cdf_trunc VALUES
 	(123, 'Isabel',   'Monterrey', 'INSERT', 1),
 	(125, 'Mercedes', 'Tijuana',   'INSERT', 2),
 	(126, 'Lily',     'Cancun',    'INSERT', 2);
+\echo 'the events (users_cdf; users_cdf_trunc holds the same):'
+SELECT * FROM users_cdf ORDER BY ctid;
 
 -- The first run of a flow reads what the feed holds (a snapshot); the very
 -- first run_flow in the database also creates the replication slot, so it is
@@ -84,6 +88,8 @@ INSERT INTO users_cdf_trunc VALUES
 	(125, 'Mercedes', 'Mexicali',    'UPDATE', 5),
 	(123, 'Isabel',   'Chihuahua',   'UPDATE', 5),
 	(NULL, NULL,      NULL,          'TRUNCATE', 3);
+\echo 'the new events, in arrival order (users_cdf_trunc also gets a TRUNCATE row at sequence 3):'
+SELECT * FROM users_cdf_trunc ORDER BY ctid OFFSET 4;
 
 SELECT 'users_scd1' AS flow, * FROM autocdc.run_flow('users_scd1');
 SELECT 'users_scd1_truncate' AS flow, * FROM autocdc.run_flow('users_scd1_truncate');
@@ -122,6 +128,12 @@ CREATE TABLE items_v1 (key int, tracking text, nontracking text);
 CREATE TABLE items_v2 (key int, tracking text, nontracking text);
 INSERT INTO items_v1 VALUES (1, 'a1', 'b1'), (2, 'a2', 'b2'), (4, 'a4', 'b4');
 INSERT INTO items_v2 VALUES (2, 'a2_new', 'b2'), (3, 'a3', 'b3'), (4, 'a4', 'b4_new');
+\echo 'snapshot users_v1, then users_v2:'
+TABLE users_v1;
+TABLE users_v2;
+\echo 'snapshot items_v1, then items_v2:'
+TABLE items_v1;
+TABLE items_v2;
 -- f(last version) RETURNS TABLE (snapshot regclass, version): the next snapshot after last
 CREATE FUNCTION next_users(last int) RETURNS TABLE (snapshot regclass, version int)
 	LANGUAGE sql SET search_path = public AS $$
@@ -155,10 +167,48 @@ SELECT * FROM users_snap_scd1 ORDER BY userid;
 SELECT * FROM items_history ORDER BY key, __start_at;
 
 \echo
+\echo '=== the background worker: a continuous flow, applied while events arrive ==='
+\echo 'no run_flow below: the database\'s worker is woken by each commit and applies the flow itself'
+CREATE TABLE orders_cdf (order_id int, status text, amount numeric, seq int);
+SELECT autocdc.create_flow('orders_current', 'orders_cdf', '{order_id}', sequence_by => 'seq',
+	apply_as_deletes => $$status = 'cancelled'$$, except_column_list => '{seq}') AS "continuous flow";
+\echo 'three transactions of events, 0.3 s apart'
+INSERT INTO orders_cdf VALUES (1, 'new', 10, 1), (2, 'new', 20, 1);
+SELECT pg_sleep(0.3) AS pause \gset
+INSERT INTO orders_cdf VALUES (1, 'paid', 10, 2), (3, 'new', 5, 1);
+SELECT pg_sleep(0.3) AS pause \gset
+INSERT INTO orders_cdf VALUES (2, 'cancelled', 20, 2), (1, 'shipped', 10, 3);
+SELECT clock_timestamp() AS last_commit \gset
+\echo 'the events (three transactions):'
+SELECT * FROM orders_cdf ORDER BY ctid;
+-- wait for the worker (at most 10 s), and say how long it took
+DO $$
+DECLARE
+	t0 timestamptz := clock_timestamp();
+BEGIN
+	LOOP
+		EXIT WHEN (SELECT num_events FROM autocdc.flows WHERE name = 'orders_current') = 6;
+		IF clock_timestamp() - t0 > interval '10 s' THEN
+			RAISE EXCEPTION 'demo: the worker did not apply the continuous flow within 10 s';
+		END IF;
+		PERFORM pg_sleep(0.02);
+	END LOOP;
+END $$;
+SELECT 'the worker had applied all 6 events at most '
+	   || round(extract(epoch FROM clock_timestamp() - :'last_commit'::timestamptz) * 1000)
+	   || ' ms after the last commit' AS worker;
+\echo '--- the continuous flow\'s target orders_current'
+\echo '    expected: (1, shipped, 10), (3, new, 5); order 2 was cancelled (deleted)'
+SELECT * FROM orders_current ORDER BY order_id;
+\echo '--- its runs, by the worker'
+SELECT num_events, num_upserted_rows, num_deleted_rows, status
+  FROM autocdc.flow_runs WHERE flow = 'orders_current' ORDER BY id;
+
+\echo
 \echo '--- autocdc.flows: totals (the change flows over both steps, the snapshot flows over v1 and v2)'
 \echo '    expected (events, upserted, deleted): users_scd1 8, 5, 1; users_scd1_truncate 9, 5, 3;'
 \echo '                                          users_scd2 8, 9, 0; users_scd2_no_city 8, 6, 0; all idle'
-SELECT name, state, num_events, num_upserted_rows, num_deleted_rows
+SELECT name, state, continuous, num_events, num_upserted_rows, num_deleted_rows
   FROM autocdc.flows ORDER BY name;
 
 \echo '--- check: each target compared with the expected rows of docs/semantics.md §8'
@@ -186,8 +236,12 @@ CREATE TEMP TABLE exp7 (key, tracking, nontracking, s, e) AS VALUES
 CREATE TEMP TABLE expf (name, num_events, num_upserted_rows, num_deleted_rows) AS VALUES
 	('users_scd1', 8, 5, 1), ('users_scd1_truncate', 9, 5, 3),
 	('users_scd2', 8, 9, 0), ('users_scd2_no_city', 8, 6, 0);
+CREATE TEMP TABLE exp8 (order_id, status, amount) AS VALUES
+	(1, 'shipped', 10::numeric), (3, 'new', 5::numeric);
+-- (how the worker's passes split the continuous flow's events varies its row metrics)
 CREATE TEMP VIEW flow_metrics AS
-SELECT name, num_events, num_upserted_rows, num_deleted_rows FROM autocdc.flows WHERE kind = 'cdc';
+SELECT name, num_events, num_upserted_rows, num_deleted_rows FROM autocdc.flows
+ WHERE kind = 'cdc' AND continuous = false;
 -- do two relations hold the same rows (as multisets)?
 CREATE FUNCTION pg_temp.same_rows(expected regclass, got regclass) RETURNS boolean
 LANGUAGE plpgsql AS $$
@@ -204,10 +258,16 @@ SELECT what, pg_temp.same_rows(expected::regclass, got::regclass) AS ok
   FROM (VALUES ('example 1', 'exp1', 'users_scd1'), ('example 2', 'exp2', 'users_scd1_truncate'),
 			   ('example 3', 'exp3', 'users_scd2'), ('example 4', 'exp4', 'users_scd2_no_city'),
 			   ('example 5', 'exp5', 'users_snap_scd2'), ('example 6', 'exp6', 'users_snap_scd1'),
-			   ('example 7', 'exp7', 'items_history'), ('flow metrics', 'expf', 'flow_metrics'))
+			   ('example 7', 'exp7', 'items_history'), ('continuous flow', 'exp8', 'orders_current'),
+			   ('flow metrics', 'expf', 'flow_metrics'))
 	   AS c(what, expected, got)
 UNION ALL
-SELECT 'flow states', NOT EXISTS (SELECT FROM autocdc.flows WHERE state <> 'idle');
+SELECT 'flow states', NOT EXISTS (SELECT FROM autocdc.flows
+									WHERE state <> 'idle' AND NOT (continuous AND state = 'running'))
+UNION ALL
+SELECT 'the worker applied the continuous flow',
+	   EXISTS (SELECT FROM autocdc.flow_runs WHERE flow = 'orders_current' AND status = 'ok')
+	   AND (SELECT num_events FROM autocdc.flows WHERE name = 'orders_current') = 6;
 SELECT what, CASE WHEN ok THEN 'ok' ELSE 'MISMATCH' END AS result FROM demo_check;
 
 -- fail the demo (psql exits non-zero) when anything differs
@@ -218,4 +278,4 @@ BEGIN
 			(SELECT string_agg(what, ', ') FROM demo_check WHERE NOT ok);
 	END IF;
 END $$;
-\echo 'all examples match docs/semantics.md §8'
+\echo 'all examples match docs/semantics.md §8, and the worker applied the continuous flow'
