@@ -387,6 +387,31 @@ filter_change(DecodeState *st, XLogReaderState *r)
 }
 
 /*
+ * Whether a record need not be decoded at all: a change of a table whose
+ * changes the filter drops (one of autocdc's tables that no flow of the
+ * pass reads, or one whose flows were evicted).  Not handing such a record
+ * to decoding also keeps its transaction out of the reorder buffer, so that
+ * a long transaction that writes only such tables does not hold the slot's
+ * restart point at its start: every pass would read all of it again while
+ * it is being written.  Catalog changes never match (they are not in the
+ * filter), nor do records without a block (NEW_CID, truncates).
+ */
+static bool
+record_is_skipped(DecodeState *st, XLogReaderState *r)
+{
+	uint8		rmid = XLogRecGetRmid(r);
+	RelFileNode rnode;
+	FilterNode *fn;
+
+	if (st->nodes == NULL || (rmid != RM_HEAP_ID && rmid != RM_HEAP2_ID) ||
+		!XLogRecHasBlockRef(r, 0))
+		return false;
+	XLogRecGetBlockTag(r, 0, &rnode, NULL, NULL);
+	fn = hash_search(st->nodes, &rnode, HASH_FIND, NULL);
+	return fn != NULL && fn->skip;
+}
+
+/*
  * Enter a table's relation file in the filter (and, for a table the pass
  * reads, its TOAST table's).  Returns whether the table's pg_class row
  * (which names the file) is older than the slot's catalog_xmin: then the
@@ -980,7 +1005,7 @@ source_capture_flows(List *captures, const char *slot, int64 max_events,
 			record = XLogReadRecord(ctx->reader, &errm);
 			if (errm)
 				elog(ERROR, "could not find record for logical decoding: %s", errm);
-			if (record != NULL)
+			if (record != NULL && !record_is_skipped(&st, ctx->reader))
 				LogicalDecodingProcessRecord(ctx, ctx->reader);
 			CHECK_FOR_INTERRUPTS();
 		}
