@@ -686,7 +686,7 @@ classify_row(HeapTuple tup, TupleDesc desc, void *arg)
 	{
 		KeyEntry   *entry = keys_add(a, values, nulls);
 		MemoryContext old;
-		HeapTuple	tup,
+		HeapTuple	ev,
 					formed;
 
 		/* rows come in arrival order: a later row with an equal sequence wins */
@@ -694,10 +694,10 @@ classify_row(HeapTuple tup, TupleDesc desc, void *arg)
 		{
 			if (entry->nevs == 0 || fold_seq_compare(&a->c, values[a->c.ndata], entry->seq) >= 0)
 			{
-				tup = form_state_tuple(a, values, nulls, values[a->c.ndata], lsn,
-									   DatumGetInt64(values[a->c.ndata + 2]), kind);
-				keep_last(a, entry, tup);
-				heap_freetuple(tup);
+				ev = form_state_tuple(a, values, nulls, values[a->c.ndata], lsn,
+									  DatumGetInt64(values[a->c.ndata + 2]), kind);
+				keep_last(a, entry, ev);
+				heap_freetuple(ev);
 				entry->seq = heap_getattr(entry->last, a->bk[0] + 1, a->sdesc, &isnull);
 			}
 			keys_check_memory(a, cs->events);
@@ -709,7 +709,7 @@ classify_row(HeapTuple tup, TupleDesc desc, void *arg)
 		formed = form_state_tuple(a, values, nulls, values[a->c.ndata], lsn,
 								  DatumGetInt64(values[a->c.ndata + 2]), kind);
 		old = MemoryContextSwitchTo(a->tupcxt);
-		tup = heap_copytuple(formed);
+		ev = heap_copytuple(formed);
 		heap_freetuple(formed);
 		MemoryContextSwitchTo(a->keycxt);
 		if (entry->nevs >= entry->maxevs)
@@ -718,7 +718,7 @@ classify_row(HeapTuple tup, TupleDesc desc, void *arg)
 			entry->evs = entry->evs ? repalloc(entry->evs, sizeof(HeapTuple) * entry->maxevs)
 				: palloc(sizeof(HeapTuple) * entry->maxevs);
 		}
-		entry->evs[entry->nevs++] = tup;
+		entry->evs[entry->nevs++] = ev;
 		MemoryContextSwitchTo(old);
 		keys_check_memory(a, cs->events);
 		return;
