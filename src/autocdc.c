@@ -26,6 +26,7 @@
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 
+#include "compat.h"
 #include "failures.h"
 #include "lag.h"
 #include "guard.h"

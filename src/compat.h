@@ -2,9 +2,9 @@
  *
  * compat.h
  *		PG_VERSION_NUM shims, kept in one place (PostgreSQL 15 is the
- *		reference, and the only version built and tested; later versions
- *		differ in the replication slot API, ownership and ACL checks and name
- *		parsing).
+ *		reference; 17 and 18 are built and tested too, and differ in the
+ *		replication slot API, relation file identities, ownership and ACL
+ *		checks, name parsing and the headers they install).
  *
  *-------------------------------------------------------------------------
  */
@@ -108,5 +108,69 @@ compat_GetXLogInsertEndRecPtr(void)
 #else
 #define compat_unflushed_inserts(tab) ((tab)->t_counts.t_tuples_inserted)
 #endif
+
+/*
+ * Has a slot been invalidated, whatever the cause?  16 records the cause,
+ * and can invalidate for more than removed WAL (keeping restart_lsn then);
+ * 15 only removes WAL, resetting restart_lsn and setting invalidated_at.
+ * Read under the slot's mutex.
+ */
+#if PG_VERSION_NUM >= 160000
+#define compat_slot_invalidated(s) ((s)->data.invalidated != RS_INVAL_NONE)
+#else
+#define compat_slot_invalidated(s) \
+	(XLogRecPtrIsInvalid((s)->data.restart_lsn) && \
+	 !XLogRecPtrIsInvalid((s)->data.invalidated_at))
+#endif
+
+/* A relation file's identity (16 renamed RelFileNode to RelFileLocator). */
+#if PG_VERSION_NUM >= 160000
+#include "storage/relfilelocator.h"
+typedef RelFileLocator compat_RelFileLocator;
+
+#define compat_relfile_set(loc, spc, db, rel) \
+	((loc).spcOid = (spc), (loc).dbOid = (db), (loc).relNumber = (rel))
+#else
+#include "storage/relfilenode.h"
+typedef RelFileNode compat_RelFileLocator;
+
+#define compat_relfile_set(loc, spc, db, rel) \
+	((loc).spcNode = (spc), (loc).dbNode = (db), (loc).relNode = (rel))
+#endif
+
+/* get_publication_oid() (16 moved it from pg_publication.h). */
+#if PG_VERSION_NUM >= 160000
+#include "utils/lsyscache.h"
+#endif
+
+/*
+ * The core scanner's codes of the tokens that are not keywords, for a file
+ * that includes parser/scanner.h first.  16 stopped installing gram.h (and
+ * parser/gramparse.h); the codes are fixed by the order of gram.y's first
+ * %token lines, which plpgsql's grammar repeats and relies on too.
+ */
+#ifdef SCANNER_H
+#if PG_VERSION_NUM >= 160000
+#define IDENT			258
+#define UIDENT			259
+#define FCONST			260
+#define SCONST			261
+#define USCONST			262
+#define BCONST			263
+#define XCONST			264
+#define Op				265
+#define ICONST			266
+#define PARAM			267
+#define TYPECAST		268
+#define DOT_DOT			269
+#define COLON_EQUALS	270
+#define EQUALS_GREATER	271
+#define LESS_EQUALS		272
+#define GREATER_EQUALS	273
+#define NOT_EQUALS		274
+#else
+#include "parser/gramparse.h"
+#endif
+#endif							/* SCANNER_H */
 
 #endif							/* AUTOCDC_COMPAT_H */

@@ -19,12 +19,12 @@
 
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
-#include "parser/gramparse.h"
 #include "parser/parser.h"
 #include "parser/scanner.h"
 #include "common/keywords.h"
 #include "utils/builtins.h"
 
+#include "compat.h"
 #include "parse.h"
 
 /* One token of the block. */

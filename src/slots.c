@@ -131,7 +131,7 @@ slots_main_name(void)
 	return result;
 }
 
-/* Has a slot been invalidated (its WAL removed, max_slot_wal_keep_size)? */
+/* Has a slot been invalidated (its WAL removed, max_slot_wal_keep_size, or another cause)? */
 bool
 slots_invalidated(const char *name)
 {
@@ -141,8 +141,7 @@ slots_invalidated(const char *name)
 	if (s != NULL)
 	{
 		SpinLockAcquire(&s->mutex);
-		result = XLogRecPtrIsInvalid(s->data.restart_lsn) &&
-			!XLogRecPtrIsInvalid(s->data.invalidated_at);
+		result = compat_slot_invalidated(s);
 		SpinLockRelease(&s->mutex);
 	}
 	return result;

@@ -138,7 +138,7 @@ typedef struct DecodeState
  */
 typedef struct FilterNode
 {
-	RelFileNode node;			/* hash key */
+	compat_RelFileLocator node; /* hash key */
 	Oid			relid;
 	bool		wanted;			/* read by flows of the pass */
 	bool		skip;			/* its changes are dropped before buffering */
@@ -366,7 +366,7 @@ static bool
 filter_change(DecodeState *st, XLogReaderState *r)
 {
 	uint8		rmid = XLogRecGetRmid(r);
-	RelFileNode rnode;
+	compat_RelFileLocator rnode;
 	FilterNode *fn;
 
 	if ((rmid != RM_HEAP_ID && rmid != RM_HEAP2_ID) || !XLogRecHasBlockRef(r, 0))
@@ -400,7 +400,7 @@ static bool
 record_is_skipped(DecodeState *st, XLogReaderState *r)
 {
 	uint8		rmid = XLogRecGetRmid(r);
-	RelFileNode rnode;
+	compat_RelFileLocator rnode;
 	FilterNode *fn;
 
 	if (st->nodes == NULL || (rmid != RM_HEAP_ID && rmid != RM_HEAP2_ID) ||
@@ -425,7 +425,7 @@ filter_add(DecodeState *st, Oid relid, bool wanted)
 	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
 	Form_pg_class c;
 	FilterNode *fn;
-	RelFileNode rnode;
+	compat_RelFileLocator rnode;
 	bool		found;
 	bool		old;
 	Oid			toast;
@@ -442,9 +442,10 @@ filter_add(DecodeState *st, Oid relid, bool wanted)
 		ReleaseSysCache(tup);
 		return false;
 	}
-	rnode.spcNode = OidIsValid(c->reltablespace) ? c->reltablespace : MyDatabaseTableSpace;
-	rnode.dbNode = c->relisshared ? InvalidOid : MyDatabaseId;
-	rnode.relNode = c->relfilenode;
+	compat_relfile_set(rnode,
+					   OidIsValid(c->reltablespace) ? c->reltablespace : MyDatabaseTableSpace,
+					   c->relisshared ? InvalidOid : MyDatabaseId,
+					   c->relfilenode);
 	toast = c->reltoastrelid;
 	ReleaseSysCache(tup);
 	fn = hash_search(st->nodes, &rnode, HASH_ENTER, &found);
@@ -484,7 +485,7 @@ filter_build(DecodeState *st, int64 evict_after)
 	List	   *others = catalog_flow_relations();
 	bool		stable = true;
 
-	hctl.keysize = sizeof(RelFileNode);
+	hctl.keysize = sizeof(compat_RelFileLocator);
 	hctl.entrysize = sizeof(FilterNode);
 	hctl.hcxt = st->cxt_filter;
 	st->nodes = hash_create("autocdc decode filter", 64, &hctl,
