@@ -502,7 +502,9 @@ SELECT a.attnum, a.attname, format_type(a.atttypid, a.atttypmod) AS type, co.col
 SELECT c.contype,
        array(SELECT a.attname FROM unnest(c.conkey) WITH ORDINALITY k(n, o)
                JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.n ORDER BY k.o) AS columns
-  FROM pg_constraint c WHERE c.conrelid = 's1_shape'::regclass ORDER BY 1;
+  FROM pg_constraint c WHERE c.conrelid = 's1_shape'::regclass
+   AND c.contype <> 'n'     -- not-null constraints (18 lists them here): attnotnull above
+ ORDER BY 1;
 SELECT i.indisprimary, i.indisunique,
        array(SELECT a.attname FROM unnest(i.indkey::int2[]) WITH ORDINALITY k(n, o)
                JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.n ORDER BY k.o) AS columns,
