@@ -1,25 +1,48 @@
 #!/bin/bash
 # Runs the whole autocdc test suite (pg_regress, then TAP) on throwaway
 # clusters as the postgres OS account.  Run as root on Debian 12.
+#   bash test/run-tests.sh [MAJOR]
+#   MAJOR, or AUTOCDC_PG=MAJOR  the PostgreSQL version: 15 (the default) is
+#                               Debian's packages (test/setup.sh); 17 and 18
+#                               are built by test/pgbuild.sh into a private
+#                               prefix, and autocdc is installed there
 #   AUTOCDC_PROPERTY_STREAMS=N  property-test streams per SCD mode (default 50; 6 modes)
 #   AUTOCDC_PROPERTY_SEED=N     property-test seed (default 42)
 #   AUTOCDC_MEMORY_FULL=1       memory bounds at README's sizes (1M-4M rows, about twenty minutes)
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
-bash "$here/test/setup.sh"
+pg=${1:-${AUTOCDC_PG:-15}}
+if [ "$pg" = 15 ]; then
+	bash "$here/test/setup.sh"
+	bin=/usr/lib/postgresql/15/bin
+else
+	bin=$(bash "$here/test/pgbuild.sh" "$pg")
+	# the account the clusters run as (15's packages create it)
+	id -u postgres >/dev/null 2>&1 ||
+		adduser --system --quiet --home /var/lib/postgresql --shell /bin/bash --group postgres
+fi
 work=$(mktemp -d /tmp/autocdc-test.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 cp -a "$here/." "$work/src"
+if [ "$pg" != 15 ]; then
+	# the checkout's objects are 15's: build the copy for this version
+	make -s -C "$work/src" PG_CONFIG="$bin/pg_config" clean
+	make -s -j2 -C "$work/src" PG_CONFIG="$bin/pg_config"
+	make -s -C "$work/src" PG_CONFIG="$bin/pg_config" install
+fi
 chown -R postgres:postgres "$work"
 chmod 755 "$work"
 cd "$work/src"
+echo "autocdc test suite on PostgreSQL $("$bin/postgres" -V | awk '{print $3}') ($bin)"
+start=$SECONDS
 status=0
-runuser -u postgres -- env PATH=/usr/lib/postgresql/15/bin:$PATH \
+runuser -u postgres -- env PATH="$bin:$PATH" \
 	AUTOCDC_PROPERTY_STREAMS="${AUTOCDC_PROPERTY_STREAMS:-}" AUTOCDC_PROPERTY_SEED="${AUTOCDC_PROPERTY_SEED:-}" \
-	make -s PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config installcheck \
+	make -s PG_CONFIG="$bin/pg_config" installcheck \
 	REGRESS_OPTS="--temp-instance=$work/inst --temp-config=./test/regress.conf" || status=$?
 if [ $status -ne 0 ]; then
 	[ -f regression.diffs ] && head -200 regression.diffs
 	for f in tmp_check/log/*; do [ -f "$f" ] && { echo "== $f"; tail -50 "$f"; }; done
 fi
+echo "autocdc test suite on PostgreSQL $pg: $([ $status -eq 0 ] && echo passed || echo FAILED) in $((SECONDS - start)) s"
 exit $status
