@@ -34,6 +34,16 @@ if (system("git -C '$src' cat-file -e '$old_commit^{commit}' >/dev/null 2>&1") !
 	  "this checkout has no commit $old_commit (autocdc 0.1, a shallow clone or no .git): the upgrade from 0.1 cannot be built";
 }
 
+# 0.1 was made for PostgreSQL 15 alone: it does not build on 16 or later
+# (its compat.h predates their API changes), so no server of those can have
+# run it
+my ($major) = pg_config('version') =~ /^PostgreSQL (\d+)/;
+if ($major != 15)
+{
+	plan skip_all =>
+	  "autocdc 0.1 supports PostgreSQL 15 only and does not build on $major: there is no 0.1 installation on PostgreSQL $major to upgrade from";
+}
+
 sub pg_config
 {
 	my ($opt) = @_;
