@@ -173,4 +173,12 @@ typedef RelFileNode compat_RelFileLocator;
 #endif
 #endif							/* SCANNER_H */
 
+/* The primary key's index, deferrable or not (18 added deferrable_ok). */
+#include "utils/relcache.h"
+#if PG_VERSION_NUM >= 180000
+#define compat_RelationGetPrimaryKeyIndex(rel) RelationGetPrimaryKeyIndex((rel), true)
+#else
+#define compat_RelationGetPrimaryKeyIndex(rel) RelationGetPrimaryKeyIndex(rel)
+#endif
+
 #endif							/* AUTOCDC_COMPAT_H */

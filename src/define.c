@@ -338,7 +338,7 @@ def_check_source(Definition *d)
 	if (!d->reads_once)
 	{
 		Relation	rel = relation_open(d->source, AccessShareLock);
-		bool		has_pk = OidIsValid(RelationGetPrimaryKeyIndex(rel));
+		bool		has_pk = OidIsValid(compat_RelationGetPrimaryKeyIndex(rel));
 
 		relation_close(rel, AccessShareLock);
 		if (has_pk)
