@@ -138,6 +138,21 @@ typedef RelFileNode compat_RelFileLocator;
 	((loc).spcNode = (spc), (loc).dbNode = (db), (loc).relNode = (rel))
 #endif
 
+/* Its parts, and the relation whose file it is now (16 renamed them). */
+#if PG_VERSION_NUM >= 160000
+#include "utils/relfilenumbermap.h"
+#define compat_relfile_spc(loc) ((loc).spcOid)
+#define compat_relfile_db(loc) ((loc).dbOid)
+#define compat_relfile_number(loc) ((loc).relNumber)
+#define compat_RelidByRelfilenode(spc, number) RelidByRelfilenumber((spc), (number))
+#else
+#include "utils/relfilenodemap.h"
+#define compat_relfile_spc(loc) ((loc).spcNode)
+#define compat_relfile_db(loc) ((loc).dbNode)
+#define compat_relfile_number(loc) ((loc).relNode)
+#define compat_RelidByRelfilenode(spc, number) RelidByRelfilenode((spc), (number))
+#endif
+
 /* get_publication_oid() (16 moved it from pg_publication.h). */
 #if PG_VERSION_NUM >= 160000
 #include "utils/lsyscache.h"

@@ -39,6 +39,7 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "access/xlogutils.h"
+#include "catalog/catalog.h"
 #include "catalog/namespace.h"
 #include "catalog/partition.h"
 #include "catalog/pg_class.h"
@@ -122,6 +123,7 @@ typedef struct DecodeState
 	int64		kept;			/* rows put into batches so far */
 	HTAB	   *rels;			/* DecodedRel by relid */
 	HTAB	   *nodes;			/* FilterNode by relfilenode, NULL: no filter */
+	HTAB	   *unknown;		/* UnknownNode: files the filter does not name */
 	bool		drop_unknown;	/* drop the changes of files not in nodes */
 	int64		evict_after;	/* a table's changes that evict its flows, 0: never */
 	MemoryContext cxt;			/* reset after each change */
@@ -386,15 +388,26 @@ filter_change(DecodeState *st, XLogReaderState *r)
 	return false;
 }
 
+/* A relation file the filter does not name, and whether its records are decoded. */
+typedef struct UnknownNode
+{
+	compat_RelFileLocator node; /* hash key */
+	bool		skip;
+} UnknownNode;
+
 /*
  * Whether a record need not be decoded at all: a change of a table whose
- * changes the filter drops (one of autocdc's tables that no flow of the
- * pass reads, or one whose flows were evicted).  Not handing such a record
- * to decoding also keeps its transaction out of the reorder buffer, so that
- * a long transaction that writes only such tables does not hold the slot's
+ * changes the filter drops anyway — one of autocdc's tables that no flow of
+ * the pass reads, one whose flows were evicted, a table of another
+ * database, and (when the filter drops the changes of files it does not
+ * name) any other table that is no catalog.  Not handing such a record to
+ * decoding also keeps its transaction out of the reorder buffer, so that a
+ * long transaction that writes only such tables does not hold the slot's
  * restart point at its start: every pass would read all of it again while
- * it is being written.  Catalog changes never match (they are not in the
- * filter), nor do records without a block (NEW_CID, truncates).
+ * it is being written.  Catalog changes are always decoded (an in-place
+ * update marks its transaction as changing the catalog), and so is a file
+ * that no relation has now (a table dropped or rewritten since), and
+ * records without a block (NEW_CID, truncates).
  */
 static bool
 record_is_skipped(DecodeState *st, XLogReaderState *r)
@@ -402,13 +415,29 @@ record_is_skipped(DecodeState *st, XLogReaderState *r)
 	uint8		rmid = XLogRecGetRmid(r);
 	compat_RelFileLocator rnode;
 	FilterNode *fn;
+	UnknownNode *un;
+	bool		found;
 
 	if (st->nodes == NULL || (rmid != RM_HEAP_ID && rmid != RM_HEAP2_ID) ||
 		!XLogRecHasBlockRef(r, 0))
 		return false;
 	XLogRecGetBlockTag(r, 0, &rnode, NULL, NULL);
 	fn = hash_search(st->nodes, &rnode, HASH_FIND, NULL);
-	return fn != NULL && fn->skip;
+	if (fn != NULL)
+		return fn->skip;
+	if (compat_relfile_db(rnode) != MyDatabaseId)
+		return OidIsValid(compat_relfile_db(rnode));	/* shared catalogs are decoded */
+	if (!st->drop_unknown)
+		return false;
+	un = hash_search(st->unknown, &rnode, HASH_ENTER, &found);
+	if (!found)
+	{
+		Oid			relid = compat_RelidByRelfilenode(compat_relfile_spc(rnode),
+													  compat_relfile_number(rnode));
+
+		un->skip = OidIsValid(relid) && !IsCatalogRelationOid(relid);
+	}
+	return un->skip;
 }
 
 /*
@@ -490,6 +519,9 @@ filter_build(DecodeState *st, int64 evict_after)
 	hctl.hcxt = st->cxt_filter;
 	st->nodes = hash_create("autocdc decode filter", 64, &hctl,
 							HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	hctl.entrysize = sizeof(UnknownNode);
+	st->unknown = hash_create("autocdc files not in the filter", 64, &hctl,
+							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	st->evict_after = evict_after;
 	foreach(lc, st->feeds)
 	{

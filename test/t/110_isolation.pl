@@ -227,6 +227,30 @@ wait_for(q{SELECT state = 'idle' FROM autocdc.flows WHERE name = 'bob_flow'}, '2
 	is(flow_col('bob_flow', "coalesce(last_error, 'none')"), 'none', '3b: without an error');
 }
 
+# 3b'. nor does a big transaction on a table no flow reads, or one in
+# another database: the main restart point moves on while it is written
+sql('CREATE TABLE plain_big (id int, v text)');
+sql('CREATE DATABASE elsewhere');
+$node->safe_psql('elsewhere', 'CREATE TABLE t (id int, v text)');
+for my $case (['postgres', 'plain_big', 'a table no flow reads'], ['elsewhere', 't', 'another database'])
+{
+	my ($db, $table, $what) = @$case;
+	my $before = sql('SELECT pg_current_wal_lsn()');
+	my $big = $node->background_psql($db, on_error_stop => 0);
+	$big->query_until(qr/inserting/, qq{
+		\\echo inserting
+		INSERT INTO $table SELECT g, 'big' FROM generate_series(1, 2000000) g;
+	});
+	ok( $node->poll_query_until('postgres', qq{
+			SELECT (SELECT restart_lsn > '$before' FROM autocdc_internal._slots() WHERE NOT laggard)
+			   AND EXISTS (SELECT FROM pg_stat_activity
+							WHERE state = 'active' AND query LIKE '%INSERT INTO $table SELECT%')}),
+		"3b': the main restart point moves on while a big transaction on $what is being written");
+	$worst = worst_latency(5);
+	cmp_ok($worst, '<', 1, "3b': alice's latency stays under 1 s meanwhile (worst $worst s)");
+	$big->quit;
+}
+
 # 3c. a first read longer than a slice: cut in the main lane, it must be
 # applied apart (a flow without progress used to stay in the main lane,
 # its first read cut at every pass)
