@@ -99,15 +99,25 @@ compat_GetXLogInsertEndRecPtr(void)
 
 /*
  * Rows this backend inserted into relid in committed transactions whose
- * statistics it has not flushed to shared memory yet (16 renamed the
- * counters).
+ * statistics it has not flushed to shared memory yet: its pending entry,
+ * without the running transaction's counts (16 renamed the counters, and
+ * its find_tabstat_entry() adds the running transaction's).
  */
 #include "pgstat.h"
+#include "miscadmin.h"
+#include "utils/pgstat_internal.h"
+static inline int64
+compat_unflushed_inserts(Oid relid)
+{
+	PgStat_EntryRef *ref = pgstat_fetch_pending_entry(PGSTAT_KIND_RELATION, MyDatabaseId, relid);
+	PgStat_TableStatus *tab = ref ? (PgStat_TableStatus *) ref->pending : NULL;
+
 #if PG_VERSION_NUM >= 160000
-#define compat_unflushed_inserts(tab) ((tab)->counts.tuples_inserted)
+	return tab ? tab->counts.tuples_inserted : 0;
 #else
-#define compat_unflushed_inserts(tab) ((tab)->t_counts.t_tuples_inserted)
+	return tab ? tab->t_counts.t_tuples_inserted : 0;
 #endif
+}
 
 /*
  * Has a slot been invalidated, whatever the cause?  16 records the cause,

@@ -105,13 +105,11 @@ lag_source_changes(Oid relid)
 	foreach(lc, rels)
 	{
 		PgStat_StatTabEntry *tab = pgstat_fetch_stat_tabentry(lfirst_oid(lc));
-		PgStat_TableStatus *own = find_tabstat_entry(lfirst_oid(lc));
 
 		if (tab != NULL)
 			n += tab->tuples_inserted;
 		/* this backend's own, not flushed yet: a run after an insert sees it */
-		if (own != NULL)
-			n += compat_unflushed_inserts(own);
+		n += compat_unflushed_inserts(lfirst_oid(lc));
 	}
 	list_free(rels);
 	return n;

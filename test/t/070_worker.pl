@@ -456,6 +456,11 @@ $node->safe_psql('app', q{INSERT INTO feed_l2 VALUES (2, 'b', 2)});
 like(lag('l2'), qr/^[0-9.]+ false$/, 'lag_time: an estimate once its source has a commit no run applied');
 $node->safe_psql('app', q{SELECT * FROM autocdc.run_flow('l2')});
 is(lag('l2'), 'null true', 'lag_time: none again after the next run_flow');
+$node->safe_psql('app', q{BEGIN; INSERT INTO feed_l2 VALUES (3, 'c', 3); SELECT * FROM autocdc.run_flow('l2'); COMMIT;});
+like(lag('l2'), qr/^[0-9.]+ false$/,
+	'lag_time: an estimate after a run in the transaction that inserted (which that run cannot apply)');
+$node->safe_psql('app', q{SELECT * FROM autocdc.run_flow('l2')});
+is(lag('l2'), 'null true', 'lag_time: none once a later run applied it');
 
 $node->stop;
 done_testing();
