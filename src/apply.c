@@ -621,19 +621,14 @@ invalid_event(ClassifyScan *cs, XLogRecPtr lsn, int64 ord, bool null_key)
 				 errhint("Correct or delete the row in the source, or skip such rows with SELECT autocdc.full_refresh(%s, skip_invalid => true).",
 						 quote_literal_cstr(f->name))));
 	failures_note_lsn(lsn);
-	if (null_key)
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("flow \"%s\": event with key %s has a null key column", f->name, key),
-				 errdetail("The event's source transaction committed at LSN %X/%X.",
-						   LSN_FORMAT_ARGS(lsn)),
-				 errhint("Pass it with SELECT autocdc.skip_events(%s, '%X/%X').",
-						 quote_literal_cstr(f->name), LSN_FORMAT_ARGS(lsn))));
 	ereport(ERROR,
 			(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-			 errmsg("flow \"%s\": event with key %s has a null sequence", f->name, key),
+			 errmsg("flow \"%s\": event with key %s has %s", f->name, key, what),
 			 errdetail("The event's source transaction committed at LSN %X/%X.",
 					   LSN_FORMAT_ARGS(lsn)),
+			 null_key ?
+			 errhint("Pass it with SELECT autocdc.skip_events(%s, '%X/%X').",
+					 quote_literal_cstr(f->name), LSN_FORMAT_ARGS(lsn)) :
 			 errhint("Pass it with SELECT autocdc.skip_events(%s, '%X/%X'), or recreate the flow with a sequence that is never null.",
 					 quote_literal_cstr(f->name), LSN_FORMAT_ARGS(lsn))));
 }
