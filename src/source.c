@@ -357,28 +357,37 @@ evict_flows(DecodeState *st, Oid relid)
 	list_free(ancestors);
 }
 
+/* The relation file a heap record changes (false: not a change of a heap). */
+static bool
+heap_record_file(XLogReaderState *r, compat_RelFileLocator *rnode)
+{
+	uint8		rmid = XLogRecGetRmid(r);
+
+	if ((rmid != RM_HEAP_ID && rmid != RM_HEAP2_ID) || !XLogRecHasBlockRef(r, 0))
+		return false;
+	XLogRecGetBlockTag(r, 0, rnode, NULL, NULL);
+	return true;
+}
+
 /*
  * Whether the change record being decoded is to be dropped before it is
- * buffered: it changes one of autocdc's tables that no flow of the pass
- * reads, or one whose flows were evicted from the pass; counts the changes
- * of the tables the pass reads, and evicts their flows past
- * st->evict_after.
+ * buffered: it changes a file the filter does not name (when it drops
+ * those), or a table whose flows this very record evicts from the pass;
+ * counts the changes of the tables the pass reads, and evicts their flows
+ * past st->evict_after.  (The records of files already marked skip never
+ * reach decoding: record_is_skipped.)
  */
 static bool
 filter_change(DecodeState *st, XLogReaderState *r)
 {
-	uint8		rmid = XLogRecGetRmid(r);
 	compat_RelFileLocator rnode;
 	FilterNode *fn;
 
-	if ((rmid != RM_HEAP_ID && rmid != RM_HEAP2_ID) || !XLogRecHasBlockRef(r, 0))
+	if (!heap_record_file(r, &rnode))
 		return false;
-	XLogRecGetBlockTag(r, 0, &rnode, NULL, NULL);
 	fn = hash_search(st->nodes, &rnode, HASH_FIND, NULL);
 	if (fn == NULL)
 		return st->drop_unknown;
-	if (fn->skip)
-		return true;
 	if (fn->wanted && st->evict_after > 0 && ++fn->queued > st->evict_after)
 	{
 		evict_flows(st, fn->relid);
@@ -412,16 +421,13 @@ typedef struct UnknownNode
 static bool
 record_is_skipped(DecodeState *st, XLogReaderState *r)
 {
-	uint8		rmid = XLogRecGetRmid(r);
 	compat_RelFileLocator rnode;
 	FilterNode *fn;
 	UnknownNode *un;
 	bool		found;
 
-	if (st->nodes == NULL || (rmid != RM_HEAP_ID && rmid != RM_HEAP2_ID) ||
-		!XLogRecHasBlockRef(r, 0))
+	if (st->nodes == NULL || !heap_record_file(r, &rnode))
 		return false;
-	XLogRecGetBlockTag(r, 0, &rnode, NULL, NULL);
 	fn = hash_search(st->nodes, &rnode, HASH_FIND, NULL);
 	if (fn != NULL)
 		return fn->skip;
@@ -878,6 +884,7 @@ source_capture_flows(List *captures, const char *slot, int64 max_events,
 	DecodeState st;
 	XLogRecPtr	end;
 	XLogRecPtr	result = InvalidXLogRecPtr;
+	TimestampTz decoded_at;
 	volatile ResourceOwner saved_owner = CurrentResourceOwner;
 	ListCell   *lc;
 	volatile bool any_first = false;
@@ -966,12 +973,13 @@ source_capture_flows(List *captures, const char *slot, int64 max_events,
 		 * that a later commit may be pending (lag.c).
 		 */
 		pgstat_clear_snapshot();
+		decoded_at = GetCurrentTimestamp();
 		foreach(lc, st.feeds)
 		{
 			Capture    *c = ((FeedCapture *) lfirst(lc))->c;
 
 			c->lag.changes = lag_source_changes(c->flow->source);
-			c->lag.decoded_at = GetCurrentTimestamp();
+			c->lag.decoded_at = decoded_at;
 			c->lag.pending_since = 0;
 			c->lag.cut = false;
 		}
