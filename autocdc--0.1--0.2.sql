@@ -147,19 +147,13 @@ SELECT f.name,
 		  FROM pg_catalog.pg_class c
 		 WHERE c.relnamespace = 'autocdc_state'::regnamespace
 		   AND c.relname = 'target_' || t.id) AS hidden_state_bytes,
-	   CASE
-		   WHEN f.kind <> 'cdc' OR f.once OR s.progress IS NULL THEN NULL
-		   WHEN lg.flow_id IS NULL OR (sl.slot_name IS NULL OR s.progress < sl.confirmed_flush)
-			THEN pg_catalog.now() - s.last_commit_at
-		   WHEN lg.pending_since IS NOT NULL THEN pg_catalog.now() - lg.pending_since
-		   WHEN lg.cut THEN pg_catalog.now() - coalesce(s.last_commit_at, lg.decoded_at)
-		   WHEN autocdc_internal._source_changes(f.source) <> lg.changes
-			THEN pg_catalog.now() - lg.decoded_at
+	   CASE lt.how
+		   WHEN 'not decoded' THEN pg_catalog.now() - s.last_commit_at
+		   WHEN 'pending' THEN pg_catalog.now() - lg.pending_since
+		   WHEN 'cut' THEN pg_catalog.now() - coalesce(s.last_commit_at, lg.decoded_at)
+		   WHEN 'inserted since' THEN pg_catalog.now() - lg.decoded_at
 	   END AS lag_time,
-	   f.kind = 'cdc' AND NOT f.once AND s.progress IS NOT NULL AND lg.flow_id IS NOT NULL
-		AND sl.slot_name IS NOT NULL AND s.progress >= sl.confirmed_flush
-		AND (lg.pending_since IS NOT NULL
-			 OR (NOT lg.cut AND autocdc_internal._source_changes(f.source) = lg.changes)) AS lag_time_exact,
+	   lt.how IN ('pending', 'caught up') AS lag_time_exact,
 	   CASE WHEN f.kind = 'cdc' AND NOT f.once AND sl.slot_name IS NOT NULL
 			THEN CASE WHEN sl.laggard THEN 'laggard' ELSE 'main' END
 	   END AS lane,
@@ -176,6 +170,16 @@ SELECT f.name,
   LEFT JOIN LATERAL (SELECT p.* FROM autocdc_internal._pending_errors() p
 					  WHERE p.flow_id = f.id ORDER BY p.at DESC LIMIT 1) pe ON true
   LEFT JOIN autocdc_internal._lag_notes() lg ON lg.flow_id = f.id
+  -- how the last decoding for the flow left it (README "Monitoring")
+  CROSS JOIN LATERAL (SELECT CASE
+		   WHEN f.kind <> 'cdc' OR f.once OR s.progress IS NULL THEN 'none'
+		   WHEN lg.flow_id IS NULL OR sl.slot_name IS NULL OR s.progress < sl.confirmed_flush
+			THEN 'not decoded'
+		   WHEN lg.pending_since IS NOT NULL THEN 'pending'
+		   WHEN lg.cut THEN 'cut'
+		   WHEN autocdc_internal._source_changes(f.source) <> lg.changes THEN 'inserted since'
+		   ELSE 'caught up'
+	   END AS how) lt
  WHERE pg_catalog.pg_has_role(CURRENT_USER, f.owner, 'USAGE')
 	OR pg_catalog.pg_has_role(CURRENT_USER, 'pg_read_all_stats', 'USAGE');
 
