@@ -53,10 +53,11 @@ CREATE OR REPLACE FUNCTION autocdc.create_snapshot_flow(
 UPDATE autocdc.flow SET source_text = pg_catalog.regexp_replace(source_text, '^\s*stream\s*\((.*)\)\s*$', '\1', 'i')
  WHERE kind = 'cdc';
 
--- full_refresh can skip the rows that cannot become events
+-- full_refresh can skip the rows that cannot become events, and keeps the
+-- history of a changes() flow unless told to discard it
 DROP FUNCTION autocdc.full_refresh(text);
 CREATE FUNCTION autocdc.full_refresh(name text, skip_invalid boolean DEFAULT false,
-	OUT num_events bigint, OUT num_upserted_rows bigint,
+	discard_history boolean DEFAULT false, OUT num_events bigint, OUT num_upserted_rows bigint,
 	OUT num_deleted_rows bigint, OUT num_skipped_events bigint)
 	RETURNS SETOF record
 	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_full_refresh';
@@ -89,6 +90,10 @@ ALTER TABLE autocdc.flow_state ADD COLUMN num_ignored_updates bigint NOT NULL DE
 	ADD COLUMN num_ignored_deletes bigint NOT NULL DEFAULT 0;
 ALTER TABLE autocdc.flow_run_log ADD COLUMN error_detail text,
 	ADD COLUMN error_hint text, ADD COLUMN error_sqlstate text, ADD COLUMN error_lsn pg_lsn;
+-- changes() sources: the kind of a flow's source, and its last commit timestamp
+ALTER TABLE autocdc.flow ADD COLUMN source_kind text NOT NULL DEFAULT 'feed'
+	CHECK (source_kind IN ('feed', 'changes'));
+ALTER TABLE autocdc.flow_state ADD COLUMN progress_timestamp timestamptz;
 
 -- the database's slots (main and laggard) that can serve flows
 CREATE FUNCTION autocdc_internal._slots(OUT slot_name name, OUT confirmed_flush pg_lsn,

@@ -84,7 +84,9 @@ CREATE TABLE autocdc.flow (
 	-- snapshot flows (kind = 'snapshot'; see src/snapshot.c)
 	source_function text,		-- version function signature, schema-qualified
 	snapshot_target text,		-- qualified target name, until the first run creates it
-	snapshot_version text		-- last applied version (text of its type, ISO styles)
+	snapshot_version text,		-- last applied version (text of its type, ISO styles)
+	-- change flows: what their events are (a feed's inserts, or a table's changes)
+	source_kind text NOT NULL DEFAULT 'feed' CHECK (source_kind IN ('feed', 'changes'))
 );
 CREATE INDEX ON autocdc.flow (target_id);
 
@@ -112,7 +114,8 @@ CREATE TABLE autocdc.flow_state (
 	num_ignored_updates bigint NOT NULL DEFAULT 0,	-- feeds: updated rows (not events)
 	num_ignored_deletes bigint NOT NULL DEFAULT 0,	-- feeds: deleted rows (purges)
 	waiting_since timestamptz,	-- since when the worker finds a relation of the flow locked
-	laggard_since timestamptz	-- since when the flow is served from the laggard slot
+	laggard_since timestamptz,	-- since when the flow is served from the laggard slot
+	progress_timestamp timestamptz	-- changes(): _commit_timestamp of the last applied transaction
 );
 
 CREATE TABLE autocdc.flow_run_log (
@@ -227,7 +230,7 @@ CREATE FUNCTION autocdc.run_flow(name text,
 	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_run_flow';
 
 CREATE FUNCTION autocdc.full_refresh(name text, skip_invalid boolean DEFAULT false,
-	OUT num_events bigint, OUT num_upserted_rows bigint,
+	discard_history boolean DEFAULT false, OUT num_events bigint, OUT num_upserted_rows bigint,
 	OUT num_deleted_rows bigint, OUT num_skipped_events bigint)
 	RETURNS SETOF record
 	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_full_refresh';

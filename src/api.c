@@ -219,7 +219,7 @@ refresh_body(FlowDef *flow, RunMetrics *m)
 static Datum
 run_entry(FunctionCallInfo fcinfo, void (*body) (FlowDef *peek, RunMetrics *m))
 {
-	static const char *const required[] = {"flow name", "skip_invalid"};
+	static const char *const required[] = {"flow name", "skip_invalid", "discard_history"};
 	FlowDef    *peek;
 	RunMetrics	m;
 	MemoryContext cxt = CurrentMemoryContext;
@@ -234,6 +234,7 @@ run_entry(FunctionCallInfo fcinfo, void (*body) (FlowDef *peek, RunMetrics *m))
 	peek = catalog_load_flow(text_to_cstring(PG_GETARG_TEXT_PP(0)), false, false);
 	catalog_check_flow_owner(peek);
 	peek->skip_invalid = PG_NARGS() > 1 && PG_GETARG_BOOL(1);
+	peek->discard_history = PG_NARGS() > 2 && PG_GETARG_BOOL(2);
 	PG_TRY();
 	{
 		run_set_applying(peek->name);
@@ -261,10 +262,12 @@ autocdc_run_flow(PG_FUNCTION_ARGS)
 }
 
 /*
- * autocdc.full_refresh(name, skip_invalid): empty the flow's target and
- * hidden state and re-read every flow into that target from what its
- * source holds now; skip_invalid skips (and reports) the rows that cannot
- * become events instead of failing.
+ * autocdc.full_refresh(name, skip_invalid, discard_history): empty the
+ * flow's target and hidden state and re-read every flow into that target
+ * from what its source holds now; skip_invalid skips (and reports) the
+ * rows that cannot become events instead of failing.  A changes() flow
+ * keeps its target and history instead (run_refresh), unless
+ * discard_history.
  */
 Datum
 autocdc_full_refresh(PG_FUNCTION_ARGS)

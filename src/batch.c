@@ -18,6 +18,7 @@
 
 #include "access/htup_details.h"
 #include "access/relation.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "fmgr.h"
@@ -54,12 +55,12 @@ static BatchSlot slots[BATCH_COUNT];
 
 /*
  * The row descriptor of a flow's batch: the arrival position (commit LSN,
- * order), then the source's columns as they are now, dropped ones left out
- * (layout.h).  The source stays locked, so that its columns cannot change
+ * order), then the source's columns as they are now, dropped ones left out,
+ * and with pseudo the pseudo-columns of a changes() source (layout.h).  The source stays locked, so that its columns cannot change
  * before the capture.
  */
 TupleDesc
-batch_source_desc(Oid source)
+batch_source_desc(Oid source, bool pseudo)
 {
 	Relation	rel = relation_open(source, AccessShareLock);
 	TupleDesc	rdesc = RelationGetDescr(rel);
@@ -70,7 +71,7 @@ batch_source_desc(Oid source)
 	for (i = 0; i < rdesc->natts; i++)
 		if (!TupleDescAttr(rdesc, i)->attisdropped)
 			n++;
-	desc = CreateTemplateTupleDesc(BATCH_DATA + n);
+	desc = CreateTemplateTupleDesc(BATCH_DATA + n + (pseudo ? PSEUDO_NCOLUMNS : 0));
 	TupleDescInitEntry(desc, BATCH_LSN + 1, BATCH_LSN_NAME, LSNOID, -1, 0);
 	TupleDescInitEntry(desc, BATCH_ORD + 1, BATCH_ORD_NAME, INT8OID, -1, 0);
 	n = BATCH_DATA;
@@ -83,6 +84,13 @@ batch_source_desc(Oid source)
 		n++;
 		TupleDescInitEntry(desc, n, NameStr(att->attname), att->atttypid, att->atttypmod, 0);
 		TupleDescInitEntryCollation(desc, n, att->attcollation);
+	}
+	for (i = 0; pseudo && i < PSEUDO_NCOLUMNS; i++)
+	{
+		n++;
+		TupleDescInitEntry(desc, n, pseudo_columns[i].name, pseudo_columns[i].type, -1, 0);
+		if (pseudo_columns[i].type == TEXTOID)
+			TupleDescInitEntryCollation(desc, n, DEFAULT_COLLATION_OID);
 	}
 	relation_close(rel, NoLock);
 	return BlessTupleDesc(desc);

@@ -19,7 +19,7 @@
 #define BATCH_KEYS 3			/* distinct keys of the run: _keys() */
 #define BATCH_COUNT 4
 
-extern TupleDesc batch_source_desc(Oid source);
+extern TupleDesc batch_source_desc(Oid source, bool pseudo);
 extern void batch_set(int which, Tuplestorestate *ts, TupleDesc desc, Oid rowtype,
 					  int64 nrows, int uses);
 extern TupleDesc batch_desc(int which);

@@ -286,6 +286,8 @@ typedef enum FlowColumn
 	FC_WAITING,
 	FC_IGNORED_UPDATES,
 	FC_SNAPSHOT_VERSION,
+	FC_SOURCE_KIND,
+	FC_PROGRESS_TS,
 	FC_NCOLUMNS
 } FlowColumn;
 
@@ -328,6 +330,8 @@ static const char *const flow_columns[FC_NCOLUMNS] = {
 	[FC_WAITING] = "s.waiting_since IS NOT NULL",
 	[FC_IGNORED_UPDATES] = "s.num_ignored_updates",
 	[FC_SNAPSHOT_VERSION] = "f.snapshot_version",
+	[FC_SOURCE_KIND] = "f.source_kind",
+	[FC_PROGRESS_TS] = "s.progress_timestamp",
 };
 
 /* Column c of the flow row being read (NULL: *isnull). */
@@ -411,6 +415,9 @@ flow_from_row(HeapTuple tup, TupleDesc desc)
 	d = FLOW_GET(FC_IGNORED_UPDATES, &isnull);
 	f->ignored_updates = isnull ? 0 : DatumGetInt64(d);
 	f->snapshot_version = flow_text(tup, desc, FC_SNAPSHOT_VERSION);
+	f->changes = strcmp(flow_text(tup, desc, FC_SOURCE_KIND), "changes") == 0;
+	d = FLOW_GET(FC_PROGRESS_TS, &isnull);
+	f->progress_ts = isnull ? 0 : DatumGetTimestampTz(d);
 	return f;
 }
 
@@ -514,15 +521,17 @@ catalog_insert_flow(FlowDef *f)
 	arg_text(&a, f->tombstone_retention);
 	arg_text(&a, f->source_function);
 	arg_text(&a, f->snapshot_target);	/* $23 */
+	arg_text(&a, f->changes ? "changes" : "feed");
 	PG_TRY();
 	{
 		cat_exec("INSERT INTO autocdc.flow (name, owner, kind, source, source_text, target_id, keys, "
 				 "sequence_by, ignore_null_updates, apply_as_deletes, apply_as_truncates, columns, "
 				 "column_list, except_column_list, scd_type, track_columns, track_history_column_list, "
 				 "track_history_except_column_list, once, continuous, tombstone_retention, "
-				 "source_function, snapshot_target) "
+				 "source_function, snapshot_target, source_kind) "
 				 "VALUES ($1, $2::pg_catalog.regrole, $3, $4::pg_catalog.regclass, $5, $6, $7, $8, $9, "
-				 "$10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21::pg_catalog.interval, $22, $23)",
+				 "$10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21::pg_catalog.interval, $22, $23, "
+				 "$24)",
 				 &a, SPI_OK_INSERT);
 		a.n = 1;
 		cat_exec("INSERT INTO autocdc.flow_state (name) VALUES ($1)", &a, SPI_OK_INSERT);
@@ -685,7 +694,8 @@ catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz started, bool lo
 	arg_int4(&a, flow->id);
 	arg_add(&a, INT8OID, Int64GetDatum(m->num_ignored_updates), false);	/* $13 */
 	arg_add(&a, INT8OID, Int64GetDatum(m->num_ignored_deletes), false);
-	cat_exec("UPDATE autocdc.flow_state SET progress = $2, once_done = $3, "
+	arg_add(&a, TIMESTAMPTZOID, TimestampTzGetDatum(flow->progress_ts), flow->progress_ts == 0);	/* $15 */
+	cat_exec("UPDATE autocdc.flow_state SET progress = $2, once_done = $3, progress_timestamp = $15, "
 			 "num_events = num_events OPERATOR(pg_catalog.+) $4, "
 			 "num_ignored_updates = num_ignored_updates OPERATOR(pg_catalog.+) $13, "
 			 "num_ignored_deletes = num_ignored_deletes OPERATOR(pg_catalog.+) $14, "

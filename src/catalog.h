@@ -30,6 +30,8 @@ typedef struct FlowDef
 								 * version function */
 	char	   *source_text;	/* as the user gave it */
 	bool		once;
+	bool		changes;		/* changes(source): its row changes are the
+								 * events; otherwise its inserts (a feed) */
 	char	   *source_function;	/* version function signature, or NULL */
 	/* target */
 	int			target_id;		/* 0: a snapshot target not created yet */
@@ -59,12 +61,17 @@ typedef struct FlowDef
 	/* progress */
 	bool		has_progress;
 	XLogRecPtr	progress;		/* source commits before it are applied */
+	TimestampTz progress_ts;	/* changes(): _commit_timestamp of the last
+								 * applied transaction, 0: none */
 	char	   *slot_name;		/* slot the progress belongs to */
 	bool		once_done;
 	XLogRecPtr	skip_upto;		/* commits at or before it are skipped */
 	TimestampTz last_run_at;	/* 0: never */
 	bool		waiting;		/* marked waiting for a locked relation */
 	bool		skip_invalid;	/* this run skips rows that cannot be events */
+	bool		discard_history;	/* full_refresh empties a changes() target */
+	bool		refresh_keep;	/* this run's first read refreshes a changes()
+								 * flow, keeping its target */
 	int64		ignored_updates;	/* updates of its feed counted so far */
 	char	   *snapshot_version;	/* last applied version as text, or NULL */
 } FlowDef;

@@ -55,12 +55,15 @@ compat_GetXLogInsertEndRecPtr(void)
 }
 #endif
 
-/* The new tuple of a decoded change (17 dropped ReorderBufferTupleBuf). */
+/* The new and old tuples of a decoded change (17 dropped ReorderBufferTupleBuf). */
 #if PG_VERSION_NUM >= 170000
 #define compat_change_newtuple(change) ((change)->data.tp.newtuple)
+#define compat_change_oldtuple(change) ((change)->data.tp.oldtuple)
 #else
 #define compat_change_newtuple(change) \
 	((change)->data.tp.newtuple ? &(change)->data.tp.newtuple->tuple : NULL)
+#define compat_change_oldtuple(change) \
+	((change)->data.tp.oldtuple ? &(change)->data.tp.oldtuple->tuple : NULL)
 #endif
 
 /* Index insertion of a new heap tuple (16 added onlySummarizing). */

@@ -18,6 +18,7 @@
 #include "access/relation.h"
 #include "catalog/catalog.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
@@ -48,6 +49,7 @@ typedef struct Definition
 	FlowSpec   *spec;
 	const StorageKind *kind;
 	bool		reads_once;		/* the source is read whole, not decoded */
+	bool		changes;		/* changes(source): its row changes are the events */
 	/* source */
 	Oid			source;
 	char	   *srcname;
@@ -308,14 +310,14 @@ def_kind(Definition *d)
 static void
 def_source(Definition *d)
 {
-	bool		is_changes;
-
-	d->srcname = parse_source_text(d->spec->source, &is_changes);
-	if (is_changes)
+	d->srcname = parse_source_text(d->spec->source, &d->changes);
+	if (d->changes && d->reads_once)
 		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("changes() sources are not supported yet"),
-				 errhint("Use an append-only feed table as the source.")));
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a changes() source cannot be read %s",
+						d->spec->kind == FLOW_SNAPSHOT ? "by a snapshot flow" : "once"),
+				 errhint("changes() follows a table's changes from the WAL; to read what the table holds, give the table itself: source => '%s'.",
+						 d->srcname)));
 	d->source = resolve_relation(d->srcname, NULL);
 	if (!OidIsValid(d->source))
 		ereport(ERROR,
@@ -335,7 +337,24 @@ def_check_source(Definition *d)
 				 errmsg("source \"%s\" has row-level security enabled", d->srcname),
 				 errhint("A flow must read every row of its source; its owner must bypass row-level security.")));
 	d->srccols = relation_columns(d->source);
-	if (!d->reads_once)
+	if (d->changes)
+	{
+		int			i;
+
+		if (get_rel_relkind(d->source) == RELKIND_PARTITIONED_TABLE)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("changes() of partitioned table \"%s\" is not supported yet", d->srcname),
+					 errhint("Follow each partition with a flow of its own, or keep a feed of the table's changes.")));
+		for (i = 0; i < PSEUDO_NCOLUMNS; i++)
+			if (find_column(d->srccols, pseudo_columns[i].name))
+				ereport(ERROR,
+						(errcode(ERRCODE_DUPLICATE_COLUMN),
+						 errmsg("source \"%s\" has a column \"%s\", the name of a pseudo-column of changes()",
+								d->srcname, pseudo_columns[i].name),
+						 errhint("Rename the column: every event of a changes() flow carries _change_type, _commit_lsn and _commit_timestamp.")));
+	}
+	else if (!d->reads_once)
 	{
 		Relation	rel = relation_open(d->source, AccessShareLock);
 		bool		has_pk = OidIsValid(compat_RelationGetPrimaryKeyIndex(rel));
@@ -345,7 +364,8 @@ def_check_source(Definition *d)
 			ereport(NOTICE,
 					(errmsg("source \"%s\" has a primary key: the flow applies the rows inserted into it, not their updates or deletes",
 							d->srcname),
-					 errhint("A feed holds one row per change. Updates and deletes of its rows are counted in autocdc.flows (num_ignored_updates, num_ignored_deletes); following a table's updates needs a changes() source, which this version does not provide yet.")));
+					 errhint("A feed holds one row per change. Updates and deletes of its rows are counted in autocdc.flows (num_ignored_updates, num_ignored_deletes); to follow the table's updates and deletes, give source => 'changes(%s)'.",
+							 d->srcname)));
 	}
 }
 
@@ -435,6 +455,127 @@ def_columns(Definition *d)
 				d->track = lappend(d->track, lfirst(lc));
 }
 
+/* The columns of an index (attribute numbers; 0 for an expression). */
+static List *
+index_columns(Oid indexoid, Form_pg_index *form, HeapTuple *tup)
+{
+	HeapTuple	t = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
+	Form_pg_index ix;
+	List	   *cols = NIL;
+	int			i;
+
+	if (!HeapTupleIsValid(t))
+		elog(ERROR, "cache lookup failed for index %u", indexoid);
+	ix = (Form_pg_index) GETSTRUCT(t);
+	for (i = 0; i < ix->indnkeyatts; i++)
+		cols = lappend_int(cols, ix->indkey.values[i]);
+	*form = ix;
+	*tup = t;
+	return cols;
+}
+
+/* Are all the columns (attribute numbers) among the keys? */
+static bool
+columns_among_keys(Oid relid, List *cols, List *keys)
+{
+	ListCell   *lc;
+
+	foreach(lc, cols)
+	{
+		AttrNumber	att = lfirst_int(lc);
+
+		if (att <= 0 || !name_in_list(keys, get_attname(relid, att, false)))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * What a changes() source must offer for its keys: some unique, immediate,
+ * non-partial index whose columns are all keys (so that a key names one
+ * row), key columns that are NOT NULL, and a replica identity (the one
+ * PostgreSQL actually uses) that holds every key column, so that the WAL of
+ * a delete and of a key-changing update names the old key.
+ */
+static void
+def_changes_keys(Definition *d)
+{
+	Relation	rel = relation_open(d->source, AccessShareLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	List	   *indexes = RelationGetIndexList(rel);
+	bool		unique = false;
+	char		ident = rel->rd_rel->relreplident;
+	Oid			identindex = RelationGetReplicaIndex(rel);
+	List	   *identcols = NIL;
+	ListCell   *lc;
+	char	   *qname = qualified_relname(d->source);
+
+	foreach(lc, indexes)
+	{
+		Form_pg_index ix;
+		HeapTuple	tup;
+		List	   *cols = index_columns(lfirst_oid(lc), &ix, &tup);
+
+		if (ix->indisunique && ix->indimmediate && ix->indisvalid &&
+			heap_attisnull(tup, Anum_pg_index_indpred, NULL) &&
+			columns_among_keys(d->source, cols, d->keys))
+			unique = true;
+		ReleaseSysCache(tup);
+	}
+	if (!unique)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("source \"%s\" has no unique index on the flow's keys", d->srcname),
+				 errdetail("A changes() flow needs a unique, immediate (not deferrable), non-partial index whose columns are all among its keys, so that a key names one row of the table."),
+				 errhint("Choose the columns of the table's primary key as keys, or create a unique index on the keys.")));
+	foreach(lc, d->keys)
+	{
+		ColInfo    *c = find_column(d->srccols, lfirst(lc));
+		int			i;
+
+		for (i = 0; i < desc->natts; i++)
+			if (!TupleDescAttr(desc, i)->attisdropped &&
+				strcmp(NameStr(TupleDescAttr(desc, i)->attname), c->name) == 0 &&
+				!TupleDescAttr(desc, i)->attnotnull)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("key column \"%s\" of source \"%s\" may be NULL", c->name, d->srcname),
+						 errdetail("A changes() flow keys each row of the table by its keys, which must have a value."),
+						 errhint("ALTER TABLE %s ALTER COLUMN %s SET NOT NULL.", qname,
+								 quote_identifier(c->name))));
+	}
+	if (ident != REPLICA_IDENTITY_FULL)
+	{
+		if (OidIsValid(identindex))
+		{
+			Form_pg_index ix;
+			HeapTuple	tup;
+
+			identcols = index_columns(identindex, &ix, &tup);
+			ReleaseSysCache(tup);
+		}
+		foreach(lc, d->keys)
+		{
+			AttrNumber	att = get_attnum(d->source, lfirst(lc));
+
+			if (!list_member_int(identcols, att))
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("key column \"%s\" of source \"%s\" is not part of its replica identity",
+								(char *) lfirst(lc), d->srcname),
+						 errdetail("%s PostgreSQL writes only the replica identity's columns of a deleted row to the WAL, so the flow could not tell which key was deleted.",
+								   ident == REPLICA_IDENTITY_NOTHING ? "The table's replica identity is NOTHING." :
+								   !OidIsValid(identindex) ?
+								   (ident == REPLICA_IDENTITY_DEFAULT ?
+									"The table has no primary key that can serve as its replica identity (a deferrable one cannot)." :
+									"The table's replica identity index is gone.") : ""),
+						 errhint("Give the table a primary key (not deferrable) on the keys, or ALTER TABLE %s REPLICA IDENTITY USING INDEX on a unique index of the keys, or REPLICA IDENTITY FULL.",
+								 qname)));
+		}
+	}
+	relation_close(rel, AccessShareLock);
+}
+
 /* The expressions, checked against the source with the caller's search_path. */
 static void
 def_expressions(Definition *d)
@@ -443,11 +584,27 @@ def_expressions(Definition *d)
 	ListCell   *lc;
 	StringInfoData sql;
 
+	if (d->changes)
+	{
+		/* the defaults of a changes() source */
+		if (s->sequence_by == NULL)
+			s->sequence_by = "_commit_timestamp";
+		if (s->deletes == NULL)
+			s->deletes = "_change_type = 'delete'";
+		if (s->truncates == NULL)
+			s->truncates = "_change_type = 'truncate'";
+	}
 	if (s->sequence_by == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("sequence_by is required for a feed source")));
-	d->seq = expr_analyze(d->source, s->sequence_by, "sequence");
+	d->seq = expr_analyze(d->source, d->changes, s->sequence_by, "sequence");
+	if (d->changes && d->seq->reads_source)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the sequence of a changes() flow may read only the pseudo-columns _commit_timestamp, _commit_lsn and _change_type"),
+				 errdetail("A delete or truncate event carries no values of the table's other columns, so a sequence over them would have none."),
+				 errhint("Leave sequence_by out (it defaults to _commit_timestamp), or give _commit_lsn.")));
 	if (d->seq->field_names == NIL && !type_is_orderable(d->seq->typid))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_FUNCTION),
@@ -461,7 +618,7 @@ def_expressions(Definition *d)
 							format_type_be(lfirst_oid(lc)))));
 	if (s->deletes)
 	{
-		d->del = expr_analyze(d->source, s->deletes, "apply_as_deletes");
+		d->del = expr_analyze(d->source, d->changes, s->deletes, "apply_as_deletes");
 		if (d->del->typid != BOOLOID)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -470,7 +627,7 @@ def_expressions(Definition *d)
 	}
 	if (s->truncates)
 	{
-		d->trunc = expr_analyze(d->source, s->truncates, "apply_as_truncates");
+		d->trunc = expr_analyze(d->source, d->changes, s->truncates, "apply_as_truncates");
 		if (d->trunc->typid != BOOLOID)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -484,7 +641,7 @@ def_expressions(Definition *d)
 					 quoted_list(d->selected), d->seq->normalized,
 					 d->del ? ", " : "", d->del ? d->del->normalized : "",
 					 d->trunc ? ", " : "", d->trunc ? d->trunc->normalized : "",
-					 qualified_relname(d->source));
+					 expr_from_list(d->source, d->changes, NULL));
 	check_caller_reads(sql.data, d->srcname);
 }
 
@@ -641,7 +798,9 @@ def_flowdef(Definition *d)
 	f->owner = GetUserId();
 	f->kind = d->spec->kind;
 	f->source = d->source;
-	f->source_text = pstrdup(d->srcname);	/* as written, without stream() */
+	/* as written, without stream() */
+	f->source_text = d->changes ? psprintf("changes(%s)", d->srcname) : pstrdup(d->srcname);
+	f->changes = d->changes;
 	f->once = d->spec->once;
 	f->target_id = d->tdef.id;
 	f->scd = d->kind->code;
@@ -682,6 +841,8 @@ define_from(FlowSpec *spec)
 	def_source(&d);
 	def_check_source(&d);
 	def_columns(&d);
+	if (d.changes)
+		def_changes_keys(&d);
 	def_expressions(&d);
 	def_target_name(&d);
 	level = set_safe_search_path();

@@ -2,7 +2,8 @@
  *
  * expr.c
  *		Parse and analyze a flow's expression (sequence_by, delete and
- *		truncate conditions) over its source with the caller's search_path,
+ *		truncate conditions) over its source (and the pseudo-columns of a
+ *		changes() source) with the caller's search_path,
  *		and deparse it with every non-catalog name schema-qualified, as views
  *		are stored.  Expressions are evaluated later with search_path =
  *		pg_catalog, pg_temp.
@@ -12,6 +13,8 @@
 #include "postgres.h"
 
 #include "nodes/nodeFuncs.h"
+#include "nodes/plannodes.h"
+#include "optimizer/optimizer.h"
 #include "parser/analyze.h"
 #include "parser/parser.h"
 #include "utils/builtins.h"
@@ -20,14 +23,48 @@
 #include "utils/ruleutils.h"
 
 #include "expr.h"
+#include "layout.h"
 #include "util.h"
 
+/* The FROM item that gives a changes() source's pseudo-columns to expressions. */
+static char *
+pseudo_from_item(void)
+{
+	StringInfoData sql;
+	int			i;
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "(SELECT ");
+	for (i = 0; i < PSEUDO_NCOLUMNS; i++)
+		appendStringInfo(&sql, "%sNULL::%s AS %s", i ? ", " : "",
+						 format_type_be_qualified(pseudo_columns[i].type),
+						 quote_identifier(pseudo_columns[i].name));
+	appendStringInfoString(&sql, ") AS " PSEUDO_ALIAS);
+	return sql.data;
+}
+
 /*
- * Parse and analyze expr over the source relation with the caller's
- * search_path; deparse it with every non-catalog name schema-qualified.
+ * The FROM list over which a flow's expressions are analyzed and checked:
+ * the source (named alias, if not NULL), and with pseudo the pseudo-columns
+ * of a changes() source.
+ */
+char *
+expr_from_list(Oid source, bool pseudo, const char *alias)
+{
+	char	   *srcname = qualified_relname(source);
+
+	if (alias)
+		srcname = psprintf("%s %s", srcname, alias);
+	return pseudo ? psprintf("%s, %s", srcname, pseudo_from_item()) : srcname;
+}
+
+/*
+ * Parse and analyze expr over the source relation (and with pseudo the
+ * pseudo-columns of a changes() source) with the caller's search_path;
+ * deparse it with every non-catalog name schema-qualified.
  */
 ExprInfo *
-expr_analyze(Oid source, const char *expr, const char *what)
+expr_analyze(Oid source, bool pseudo, const char *expr, const char *what)
 {
 	char	   *sql;
 	List	   *raw;
@@ -39,10 +76,10 @@ expr_analyze(Oid source, const char *expr, const char *what)
 	List	   *dpctx;
 	int			level;
 	MemoryContext cxt = CurrentMemoryContext;
-	char	   *srcname = qualified_relname(source);
+	int			nfrom = pseudo ? 2 : 1;
 
 	/* the newlines keep a trailing comment in expr from eating the rest */
-	sql = psprintf("SELECT (\n%s\n) FROM %s", expr, srcname);
+	sql = psprintf("SELECT (\n%s\n) FROM %s", expr, expr_from_list(source, pseudo, NULL));
 	PG_TRY();
 	{
 		raw = raw_parser(sql, RAW_PARSE_DEFAULT);
@@ -86,7 +123,7 @@ expr_analyze(Oid source, const char *expr, const char *what)
 		q->hasTargetSRFs || q->hasSubLinks || q->groupClause || q->havingQual ||
 		q->sortClause || q->limitCount || q->limitOffset || q->distinctClause ||
 		q->cteList || q->setOperations || q->jointree->quals != NULL ||
-		list_length(q->rtable) != 1 || list_length(q->jointree->fromlist) != 1 ||
+		list_length(q->rtable) != nfrom || list_length(q->jointree->fromlist) != nfrom ||
 		linitial_node(RangeTblEntry, q->rtable)->rtekind != RTE_RELATION ||
 		linitial_node(RangeTblEntry, q->rtable)->relid != source)
 		ereport(ERROR,
@@ -98,6 +135,7 @@ expr_analyze(Oid source, const char *expr, const char *what)
 	info->typid = exprType(node);
 	info->typmod = exprTypmod(node);
 	info->collation = exprCollation(node);
+	info->reads_source = bms_is_member(1, pull_varnos(NULL, node));
 
 	if (IsA(node, RowExpr))
 	{
@@ -110,9 +148,12 @@ expr_analyze(Oid source, const char *expr, const char *what)
 			Node	   *arg = lfirst(lc);
 
 			i++;
-			if (IsA(arg, Var))
+			if (IsA(arg, Var) && ((Var *) arg)->varno == 1)
 				info->field_names = lappend(info->field_names,
 											get_attname(source, ((Var *) arg)->varattno, false));
+			else if (IsA(arg, Var))
+				info->field_names = lappend(info->field_names,
+											pstrdup(pseudo_columns[((Var *) arg)->varattno - 1].name));
 			else
 				info->field_names = lappend(info->field_names, psprintf("f%d", i));
 			info->field_types = lappend_oid(info->field_types, exprType(arg));
@@ -123,7 +164,17 @@ expr_analyze(Oid source, const char *expr, const char *what)
 
 	/* deparse with only pg_catalog visible, so other names get qualified */
 	level = set_safe_search_path();
-	dpctx = deparse_context_for(get_rel_name(source), source);
+	if (pseudo)
+	{
+		PlannedStmt *ps = makeNode(PlannedStmt);
+
+		ps->rtable = q->rtable;
+		dpctx = deparse_context_for_plan_tree(ps,
+											  select_rtable_names_for_explain(q->rtable,
+																			  bms_add_range(NULL, 1, 2)));
+	}
+	else
+		dpctx = deparse_context_for(get_rel_name(source), source);
 	info->normalized = deparse_expression(node, dpctx, false, false);
 	AtEOXact_GUC(true, level);
 	return info;

@@ -18,12 +18,15 @@ typedef struct ExprInfo
 	Oid			typid;
 	int32		typmod;
 	Oid			collation;
+	bool		reads_source;	/* reads a column of the source (not only
+								 * pseudo-columns) */
 	List	   *field_names;	/* for ROW(...): field names */
 	List	   *field_types;	/* for ROW(...): Oids */
 	List	   *field_typmods;
 	List	   *field_colls;
 } ExprInfo;
 
-extern ExprInfo *expr_analyze(Oid source, const char *expr, const char *what);
+extern char *expr_from_list(Oid source, bool pseudo, const char *alias);
+extern ExprInfo *expr_analyze(Oid source, bool pseudo, const char *expr, const char *what);
 
 #endif							/* AUTOCDC_EXPR_H */

@@ -36,6 +36,31 @@
 #define BATCH_LSN_NAME "__autocdc_lsn"
 #define BATCH_ORD_NAME "__autocdc_ord"
 
+/* A column autocdc defines: its name and type. */
+typedef struct StateColumnDef
+{
+	const char *name;
+	Oid			type;
+} StateColumnDef;
+
+/*
+ * The pseudo-columns of a changes() source: every event of such a flow
+ * carries them after the table's columns (in the batch, and for its
+ * expressions), deletes and truncates included.
+ */
+typedef enum PseudoColumn
+{
+	PSEUDO_CHANGE_TYPE,			/* text: insert, update, delete, truncate */
+	PSEUDO_COMMIT_LSN,			/* pg_lsn: the commit record's position */
+	PSEUDO_COMMIT_TIMESTAMP,	/* timestamptz: its commit time, raised */
+	PSEUDO_NCOLUMNS
+} PseudoColumn;
+
+extern const StateColumnDef pseudo_columns[PSEUDO_NCOLUMNS];
+
+/* the alias of the FROM item that gives expressions the pseudo-columns */
+#define PSEUDO_ALIAS "__autocdc_change"
+
 /*
  * The hidden state's bookkeeping columns (after the target's data columns):
  * an event's sequence, arrival position, kind and the time it was stored.
@@ -50,12 +75,7 @@ typedef enum StateColumn
 	STATE_NCOLUMNS
 } StateColumn;
 
-/* name and type of each (the sequence's has the flow's sequence type) */
-typedef struct StateColumnDef
-{
-	const char *name;
-	Oid			type;
-} StateColumnDef;
+/* (the sequence's type is the flow's sequence type) */
 
 extern const StateColumnDef state_columns[STATE_NCOLUMNS];
 

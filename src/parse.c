@@ -566,8 +566,8 @@ parse_flow_clauses(Parser *p, AutocdcStmt *s)
 				break;
 		}
 	}
-	if (s->sequence_by == NULL && !s->snapshot)
-		syntax_error(p, p->pos, "SEQUENCE BY, which CREATE FLOW requires");
+	if (s->sequence_by == NULL && !s->snapshot && !s->changes)
+		syntax_error(p, p->pos, "SEQUENCE BY, which CREATE FLOW from a feed requires");
 }
 
 /*
@@ -617,6 +617,7 @@ parse_flow_body(Parser *p, AutocdcStmt *s)
 	{
 		p->pos += 2;
 		depth++;
+		s->changes = true;
 	}
 	(void) parse_name(p, "the source: a table, stream(table) or changes(table)");
 	while (depth-- > 0)

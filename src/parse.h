@@ -26,6 +26,7 @@ typedef struct AutocdcStmt
 	char	   *target;
 	char	   *source;
 	bool		snapshot;		/* FROM SNAPSHOT */
+	bool		changes;		/* FROM changes(...): SEQUENCE BY is optional */
 	bool		once;
 	bool		or_refresh;
 	bool		if_exists;

@@ -32,6 +32,7 @@
 #include "apply.h"
 #include "batch.h"
 #include "catalog.h"
+#include "expr.h"
 #include "failures.h"
 #include "layout.h"
 #include "run.h"
@@ -138,11 +139,11 @@ check_read_privileges(FlowDef *flow)
 	appendStringInfoString(&sql, "SELECT ");
 	foreach(lc, flow->columns)
 		appendStringInfo(&sql, "s.%s, ", quote_identifier(lfirst(lc)));
-	appendStringInfo(&sql, "(%s), (%s), (%s) FROM %s s LIMIT 0",
+	appendStringInfo(&sql, "(%s), (%s), (%s) FROM %s LIMIT 0",
 					 flow->sequence_by,
 					 flow->deletes ? flow->deletes : "NULL",
 					 flow->truncates ? flow->truncates : "NULL",
-					 qualified_relname(flow->source));
+					 expr_from_list(flow->source, flow->changes, "s"));
 	become_owner(flow->owner, &saved_uid, &saved_sec);
 	if (SPI_execute(sql.data, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not check the privileges of flow \"%s\"", flow->name);
@@ -184,7 +185,7 @@ run_new_batch(FlowDef *flow, TupleDesc *bdesc, ResourceOwner owner)
 	ResourceOwner saved = CurrentResourceOwner;
 	Tuplestorestate *ts;
 
-	*bdesc = batch_source_desc(flow->source);
+	*bdesc = batch_source_desc(flow->source, flow->changes);
 	CurrentResourceOwner = owner;
 	ts = tuplestore_begin_heap(false, false, settings_store_mem());
 	CurrentResourceOwner = saved;
@@ -238,7 +239,8 @@ run_apply(FlowDef *flow, Tuplestorestate *batch, TupleDesc bdesc, RunMetrics *m,
 				 errmsg("flow \"%s\": rows of its source \"%s\" were updated, which a feed flow ignores",
 						flow->name, get_rel_name(flow->source)),
 				 errdetail("A feed flow applies the rows inserted into its source; updates and deletes of them change nothing. autocdc.flows counts them in num_ignored_updates and num_ignored_deletes (this warning is given once)."),
-				 errhint("Insert one row per change instead of updating one. Following a table's updates and deletes needs a changes() source, which this version does not provide yet.")));
+				 errhint("Insert one row per change instead of updating one. To follow the table's updates and deletes, give source => 'changes(%s)'.",
+						 qualified_relname(flow->source))));
 }
 
 /*
@@ -268,7 +270,7 @@ run_one(FlowDef *flow, RunMetrics *m, bool refresh, bool touch_all)
 		else
 		{
 			PushActiveSnapshot(GetTransactionSnapshot());
-			source_read_whole(flow, batch, bdesc, GetXLogInsertRecPtr());
+			source_read_whole(flow, batch, bdesc, GetXLogInsertRecPtr(), GetCurrentTimestamp());
 			PopActiveSnapshot();
 			flow->once_done = true;
 		}
@@ -299,6 +301,35 @@ run_prologue(FlowDef *flow)
 }
 
 /*
+ * Refresh a changes() flow keeping its target and history: read the table
+ * under one snapshot and fold, at that snapshot's position and time, an
+ * upsert of every row and a delete of every key the target's current rows
+ * have and the table no longer has; afterwards the changes the snapshot
+ * did not show.  (Only the flow's own target rows can be told from the
+ * others', so a target other flows write too is refused.)
+ */
+static void
+run_refresh_keep(FlowDef *flow, RunMetrics *m)
+{
+	FlowDef    *f;
+
+	if (list_length(catalog_target_flows(flow->target_id)) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("full_refresh of changes() flow \"%s\" cannot keep the history of a target that other flows also write",
+						flow->name),
+				 errhint("Run SELECT autocdc.full_refresh(%s, discard_history => true) to empty the target and read the source of every flow into it again.",
+						 quote_literal_cstr(flow->name))));
+	f = catalog_load_flow(flow->name, true, false);
+	f->has_progress = false;
+	f->progress = InvalidXLogRecPtr;
+	f->skip_upto = InvalidXLogRecPtr;	/* positions before the refresh are past */
+	f->skip_invalid = flow->skip_invalid;
+	f->refresh_keep = true;
+	run_one(f, m, true, false);
+}
+
+/*
  * Refresh the target of a change flow: forget the hidden state, then every
  * flow into the target reads its source again; the first (the named one)
  * rewrites every key of the target, so that metrics compare before and
@@ -313,6 +344,11 @@ run_refresh(FlowDef *flow, RunMetrics *m)
 	int			saved_sec;
 
 	slots_ensure_main();		/* other flows into the target may need it */
+	if (flow->changes && !flow->discard_history)
+	{
+		run_refresh_keep(flow, m);
+		return;
+	}
 	foreach(lc, catalog_target_flows(flow->target_id))
 	{
 		FlowDef    *f = catalog_load_flow(lfirst(lc), true, false);

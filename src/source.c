@@ -61,6 +61,7 @@
 #include "storage/standby.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -78,6 +79,7 @@
 #include "catalog.h"
 #include "compat.h"
 #include "expr.h"
+#include "kind.h"
 #include "layout.h"
 #include "settings.h"
 #include "slots.h"
@@ -99,6 +101,8 @@ typedef struct DecodedRel
 								 * it */
 } DecodedRel;
 
+typedef struct SourceKind SourceKind;
+
 /* One flow's share of a decoding pass. */
 typedef struct FeedCapture
 {
@@ -111,6 +115,9 @@ typedef struct FeedCapture
 	bool		keep;			/* keep the current transaction's inserts */
 	bool		skip;			/* current transaction is skipped */
 	int64		ord;
+	int		   *keypos;			/* batch data positions of the keys */
+	TimestampTz last_ts;		/* changes(): the last _commit_timestamp given */
+	TimestampTz txn_ts;			/* and the current transaction's, 0: none yet */
 } FeedCapture;
 
 /* State of one decoding pass, shared by the flows it serves. */
@@ -241,6 +248,9 @@ typedef struct SnapshotRead
 	TupleDesc	desc;
 	XLogRecPtr	pos;
 	int64		ord;
+	bool		pseudo;			/* a changes() source: fill the pseudo-columns */
+	const char *change_type;	/* their _change_type */
+	TimestampTz ts;				/* and _commit_timestamp */
 } SnapshotRead;
 
 /* Add one row read under the snapshot to the batch. */
@@ -256,23 +266,92 @@ snapshot_row(HeapTuple tup, TupleDesc desc, void *arg)
 	values[1] = Int64GetDatum(SNAPSHOT_ORD_BASE + ++sr->ord);
 	nulls[0] = nulls[1] = false;
 	heap_deform_tuple(tup, desc, values + 2, nulls + 2);
+	if (sr->pseudo)
+	{
+		int			p = natts - PSEUDO_NCOLUMNS;
+
+		values[p + PSEUDO_CHANGE_TYPE] = CStringGetTextDatum(sr->change_type);
+		values[p + PSEUDO_COMMIT_LSN] = LSNGetDatum(sr->pos);
+		values[p + PSEUDO_COMMIT_TIMESTAMP] = TimestampTzGetDatum(sr->ts);
+		nulls[p + PSEUDO_CHANGE_TYPE] = nulls[p + PSEUDO_COMMIT_LSN] =
+			nulls[p + PSEUDO_COMMIT_TIMESTAMP] = false;
+	}
 	tuplestore_putvalues(sr->batch, sr->desc, values, nulls);
 	pfree(values);
 	pfree(nulls);
 }
 
 /*
- * Read the whole source under the active snapshot into the batch, every
- * row at arrival position (pos, i).  Runs as the flow owner.
+ * Run a query of rows in batch layout (without the arrival position) as
+ * the flow owner, adding each to the batch at the next snapshot order of
+ * pos: sr says what fills the pseudo-columns.
  */
-void
-source_read_whole(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
-					 XLogRecPtr pos)
+static void
+snapshot_read(FlowDef *flow, const char *sql, SnapshotRead *sr)
+{
+	Oid			saved_uid;
+	int			saved_sec;
+
+	become_owner(flow->owner, &saved_uid, &saved_sec);
+	spi_foreach(sql, true, snapshot_row, NULL, sr);
+	restore_user(saved_uid, saved_sec);
+}
+
+/*
+ * A changes() flow refreshed with its target kept: a delete, at the
+ * refresh's position, of every key the target's current rows have and the
+ * source no longer has (read under the active snapshot), after the rows
+ * the refresh read (ord: the last order they took).
+ */
+static void
+source_read_missing(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
+					XLogRecPtr pos, TimestampTz ts, int64 ord)
 {
 	StringInfoData sql;
 	SnapshotRead sr;
-	Oid			saved_uid;
-	int			saved_sec;
+	char	   *keys = quoted_list(flow->keys);
+	int			i;
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT ");
+	for (i = BATCH_DATA; i < batchdesc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(batchdesc, i);
+
+		appendStringInfo(&sql, "%s", i > BATCH_DATA ? ", " : "");
+		if (i < batchdesc->natts - PSEUDO_NCOLUMNS &&
+			name_in_list(flow->keys, NameStr(att->attname)))
+			appendStringInfo(&sql, "m.%s", quote_identifier(NameStr(att->attname)));
+		else
+			appendStringInfo(&sql, "NULL::%s", format_type_with_typemod(att->atttypid, att->atttypmod));
+	}
+	appendStringInfo(&sql, " FROM (SELECT %s FROM ONLY %s%s EXCEPT SELECT %s FROM ONLY %s) m",
+					 keys, qualified_relname(flow->target),
+					 storage_kind(flow->scd)->current_rows,
+					 keys, qualified_relname(flow->source));
+	memset(&sr, 0, sizeof(sr));
+	sr.batch = batch;
+	sr.desc = batchdesc;
+	sr.pos = pos;
+	sr.ord = ord;
+	sr.pseudo = true;
+	sr.change_type = "delete";
+	sr.ts = ts;
+	snapshot_read(flow, sql.data, &sr);
+}
+
+/*
+ * Read the whole source under the active snapshot into the batch, every
+ * row at arrival position (pos, i); a changes() source's rows are inserts
+ * committed at pos and ts.  Returns the last order taken.  Runs as the
+ * flow owner.
+ */
+int64
+source_read_whole(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
+				  XLogRecPtr pos, TimestampTz ts)
+{
+	StringInfoData sql;
+	SnapshotRead sr;
 	char		relkind = get_rel_relkind(flow->source);
 	Relation	rel = relation_open(flow->source, AccessShareLock);
 	TupleDesc	desc = RelationGetDescr(rel);
@@ -301,6 +380,8 @@ source_read_whole(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 							 format_type_with_typemod(att->atttypid, att->atttypmod));
 		first = false;
 	}
+	for (i = 0; flow->changes && i < PSEUDO_NCOLUMNS; i++)
+		appendStringInfo(&sql, ", NULL::%s", format_type_be_qualified(pseudo_columns[i].type));
 	appendStringInfo(&sql, " FROM %s%s s",
 					 relkind == RELKIND_RELATION ? "ONLY " : "",
 					 qualified_relname(flow->source));
@@ -309,25 +390,14 @@ source_read_whole(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 	sr.desc = batchdesc;
 	sr.pos = pos;
 	sr.ord = 0;
-	become_owner(flow->owner, &saved_uid, &saved_sec);
-	spi_foreach(sql.data, true, snapshot_row, NULL, &sr);
-	restore_user(saved_uid, saved_sec);
+	sr.pseudo = flow->changes;
+	sr.change_type = "insert";
+	sr.ts = ts;
+	snapshot_read(flow, sql.data, &sr);
+	return sr.ord;
 }
 
-/*
- * A feed: every committed insert is one event, carrying the inserted row
- * (a later update or delete of a feed row changes nothing).
- */
-static void
-feed_insert(SourceRow *row)
-{
-	tuplestore_putvalues(row->c->batch, row->c->batchdesc, row->values, row->nulls);
-}
 
-static const SourceKind feed_source = {
-	.name = "feed",
-	.on_insert = feed_insert,
-};
 
 /* pgoutput's own origin filter, consulted after ours. */
 static LogicalDecodeFilterByOriginCB plugin_filter_by_origin = NULL;
@@ -676,7 +746,8 @@ decode_rel(DecodeState *st, Relation rel)
 			}
 			c++;
 		}
-		if (c + 2 != fc->c->batchdesc->natts)
+		if (c + BATCH_DATA + (fc->c->flow->changes ? PSEUDO_NCOLUMNS : 0) !=
+			fc->c->batchdesc->natts)
 			elog(ERROR, "batch of flow \"%s\" does not match its source", fc->c->flow->name);
 		dr->maps[k - 1] = map;
 		dr->wanted = true;
@@ -705,6 +776,7 @@ capture_begin(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
 		FlowDef    *flow = fc->c->flow;
 
 		fc->ord = 0;
+		fc->txn_ts = 0;
 		fc->keep = !fc->evicted &&
 			(!flow->has_progress || txn->final_lsn >= flow->progress) &&
 			(fc->first == NULL || !snapshot_showed(fc->first, txn->xid));
@@ -723,112 +795,371 @@ capture_commit(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 {
 }
 
+/* One decoded change of a table some flow of the pass reads. */
+typedef struct DecodedChange
+{
+	DecodeState *st;
+	TupleDesc	desc;			/* the table's, as of the change */
+	HeapTuple	newtup;			/* NULL: none */
+	HeapTuple	oldtup;			/* NULL: none in the WAL */
+	Datum	   *nvalues;		/* deformed on first use */
+	bool	   *nnulls;
+	Datum	   *ovalues;
+	bool	   *onulls;
+} DecodedChange;
+
 /*
- * Change callback (instead of pgoutput's, which would serialize every
- * column for us to parse back): an insert into a flow's feed becomes a row
- * of that flow's batch, taken from the decoded tuple itself.
+ * Deform a decoded tuple.  Out-of-line values that the decoder assembled
+ * from the transaction's TOAST chunks are in its memory and are copied;
+ * a pointer into the TOAST table (the WAL of an UPDATE that left the value
+ * unchanged) is left as it is, for the caller to fill: it is never
+ * dereferenced, since the table's chunks may have been vacuumed away or
+ * reused since.
  */
 static void
-capture_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
-			   Relation relation, ReorderBufferChange *change)
+deform_decoded(TupleDesc desc, HeapTuple tup, Datum **values, bool **nulls)
 {
-	DecodeState *st = ctx->output_writer_private;
-	DecodedRel *dr;
-	TupleDesc	hdesc;
-	HeapTuple	tup;
-	Datum	   *hvalues = NULL;
-	bool	   *hnulls = NULL;
+	int			j;
+
+	*values = palloc(sizeof(Datum) * desc->natts);
+	*nulls = palloc(sizeof(bool) * desc->natts);
+	heap_deform_tuple(tup, desc, *values, *nulls);
+	for (j = 0; j < desc->natts; j++)
+		if (!(*nulls)[j] && TupleDescAttr(desc, j)->attlen == -1 &&
+			VARATT_IS_EXTERNAL(DatumGetPointer((*values)[j])) &&
+			!VARATT_IS_EXTERNAL_ONDISK(DatumGetPointer((*values)[j])))
+			(*values)[j] = PointerGetDatum(detoast_external_attr((struct varlena *)
+																 DatumGetPointer((*values)[j])));
+}
+
+/* The new row of a change, deformed. */
+static void
+change_new(DecodedChange *ch)
+{
+	if (ch->nvalues == NULL)
+		deform_decoded(ch->desc, ch->newtup, &ch->nvalues, &ch->nnulls);
+}
+
+/* The old row (or key) of a change, deformed. */
+static void
+change_old(DecodedChange *ch)
+{
+	if (ch->ovalues == NULL)
+		deform_decoded(ch->desc, ch->oldtup, &ch->ovalues, &ch->onulls);
+}
+
+/* Stop capturing a flow for this pass; its error is raised when it is applied. */
+static void
+capture_fail(FeedCapture *fc, int code, char *message, char *hint)
+{
+	if (fc->c->error != NULL)
+		return;
+	fc->c->error = MemoryContextStrdup(TopTransactionContext, message);
+	fc->c->error_hint = hint ? MemoryContextStrdup(TopTransactionContext, hint) : NULL;
+	fc->c->error_code = code;
+}
+
+/*
+ * Put one event into a flow's batch: the decoded row (decoded layout; NULL:
+ * every column NULL) mapped onto the batch's columns, at the next position
+ * of the transaction, and for a changes() source its pseudo-columns.  The
+ * flow fails instead when a column holds a pointer into the TOAST table
+ * that old (the WAL's old row, or NULL) cannot fill.
+ */
+static void
+emit_event(DecodedChange *ch, FeedCapture *fc, int *map, Datum *dv, bool *dn,
+		   Datum *old, bool *oldnulls, const char *change_type)
+{
+	DecodeState *st = ch->st;
+	TupleDesc	bdesc = fc->c->batchdesc;
+	bool		pseudo = fc->c->flow->changes;
+	int			ndata = bdesc->natts - BATCH_DATA - (pseudo ? PSEUDO_NCOLUMNS : 0);
+	Datum	   *values = palloc(sizeof(Datum) * bdesc->natts);
+	bool	   *nulls = palloc(sizeof(bool) * bdesc->natts);
+	int			i;
+
+	values[BATCH_LSN] = LSNGetDatum(st->commit_lsn);
+	values[BATCH_ORD] = Int64GetDatum(++fc->ord);
+	nulls[BATCH_LSN] = nulls[BATCH_ORD] = false;
+	for (i = 0; i < ndata; i++)
+	{
+		int			h = map[i];
+
+		values[BATCH_DATA + i] = (dv == NULL || h < 0) ? (Datum) 0 : dv[h];
+		nulls[BATCH_DATA + i] = (dv == NULL || h < 0) ? true : dn[h];
+		if (nulls[BATCH_DATA + i] || TupleDescAttr(ch->desc, h)->attlen != -1 ||
+			!VARATT_IS_EXTERNAL_ONDISK(DatumGetPointer(values[BATCH_DATA + i])))
+			continue;
+		if (old != NULL && !oldnulls[h] &&
+			!VARATT_IS_EXTERNAL_ONDISK(DatumGetPointer(old[h])))
+		{
+			values[BATCH_DATA + i] = old[h];	/* REPLICA IDENTITY FULL */
+			continue;
+		}
+		capture_fail(fc, pseudo ? ERRCODE_FEATURE_NOT_SUPPORTED : ERRCODE_INTERNAL_ERROR,
+					 psprintf(pseudo ?
+							  "flow \"%s\": an update of source \"%s\" at %X/%X left the out-of-line value of column \"%s\" unchanged, and the WAL does not hold it" :
+							  "flow \"%s\": a row inserted into source \"%s\" at %X/%X holds a pointer into the TOAST table for column \"%s\"",
+							  fc->c->flow->name, get_rel_name(fc->c->flow->source),
+							  LSN_FORMAT_ARGS(st->commit_lsn),
+							  NameStr(TupleDescAttr(ch->desc, h)->attname)),
+					 pseudo ?
+					 psprintf("Set ALTER TABLE %s REPLICA IDENTITY FULL (the WAL then holds the whole old row), then run SELECT autocdc.full_refresh(%s).",
+							  qualified_relname(fc->c->flow->source),
+							  quote_literal_cstr(fc->c->flow->name)) : NULL);
+		return;
+	}
+	if (pseudo)
+	{
+		int			p = BATCH_DATA + ndata;
+
+		/* one value per transaction, strictly increasing along arrival order */
+		if (fc->txn_ts == 0)
+		{
+			fc->txn_ts = fc->last_ts != 0 && st->commit_time <= fc->last_ts ?
+				fc->last_ts + 1 : st->commit_time;
+			fc->last_ts = fc->txn_ts;
+		}
+		values[p + PSEUDO_CHANGE_TYPE] = CStringGetTextDatum(change_type);
+		values[p + PSEUDO_COMMIT_LSN] = LSNGetDatum(st->commit_lsn);
+		values[p + PSEUDO_COMMIT_TIMESTAMP] = TimestampTzGetDatum(fc->txn_ts);
+		nulls[p + PSEUDO_CHANGE_TYPE] = nulls[p + PSEUDO_COMMIT_LSN] =
+			nulls[p + PSEUDO_COMMIT_TIMESTAMP] = false;
+	}
+	tuplestore_putvalues(fc->c->batch, bdesc, values, nulls);
+	if (fc->c->first_commit == 0)
+		fc->c->first_commit = st->commit_time;
+	st->kept++;
+}
+
+/*
+ * A kind of source: what its flows make of each decoded action on a table
+ * they read (NULL: the action is no event of this kind).
+ */
+struct SourceKind
+{
+	const char *name;
+	void		(*on_insert) (DecodedChange *ch, FeedCapture *fc, int *map);
+	void		(*on_update) (DecodedChange *ch, FeedCapture *fc, int *map);
+	void		(*on_delete) (DecodedChange *ch, FeedCapture *fc, int *map);
+	void		(*on_truncate) (DecodedChange *ch, FeedCapture *fc, int *map);
+};
+
+/* A feed: every committed insert is one event, carrying the inserted row. */
+static void
+feed_insert(DecodedChange *ch, FeedCapture *fc, int *map)
+{
+	change_new(ch);
+	emit_event(ch, fc, map, ch->nvalues, ch->nnulls, NULL, NULL, NULL);
+}
+
+/* A later update of a feed row changes nothing; it is counted. */
+static void
+feed_update(DecodedChange *ch, FeedCapture *fc, int *map)
+{
+	fc->c->m->num_ignored_updates++;
+}
+
+/* So is a deleted feed row (a purge). */
+static void
+feed_delete(DecodedChange *ch, FeedCapture *fc, int *map)
+{
+	fc->c->m->num_ignored_deletes++;
+}
+
+static const SourceKind feed_source = {
+	.name = "feed",
+	.on_insert = feed_insert,
+	.on_update = feed_update,
+	.on_delete = feed_delete,
+	.on_truncate = NULL,		/* a purge */
+};
+
+/* changes(): an insert is an upsert of the new row. */
+static void
+changes_insert(DecodedChange *ch, FeedCapture *fc, int *map)
+{
+	change_new(ch);
+	emit_event(ch, fc, map, ch->nvalues, ch->nnulls, NULL, NULL, "insert");
+}
+
+/*
+ * changes(): an update is an upsert of the new row; one that changes the
+ * key is first a delete of the old key, at the same position.  An
+ * unchanged out-of-line value is filled from the WAL's old row (REPLICA
+ * IDENTITY FULL).
+ */
+static void
+changes_update(DecodedChange *ch, FeedCapture *fc, int *map)
+{
+	change_new(ch);
+	if (ch->oldtup != NULL)
+	{
+		int			i;
+		bool		moved = false;
+
+		change_old(ch);
+		for (i = 0; i < list_length(fc->c->flow->keys); i++)
+		{
+			int			h = map[fc->keypos[i]];
+			Form_pg_attribute att;
+
+			if (h < 0)
+				continue;
+			att = TupleDescAttr(ch->desc, h);
+			if (ch->onulls[h] != ch->nnulls[h] ||
+				(!ch->nnulls[h] && !datumIsEqual(ch->ovalues[h], ch->nvalues[h],
+												 att->attbyval, att->attlen)))
+				moved = true;
+		}
+		if (moved)
+			emit_event(ch, fc, map, ch->ovalues, ch->onulls, NULL, NULL, "delete");
+	}
+	emit_event(ch, fc, map, ch->nvalues, ch->nnulls, ch->ovalues, ch->onulls, "update");
+}
+
+/* changes(): a delete carries the old key (the replica identity's columns). */
+static void
+changes_delete(DecodedChange *ch, FeedCapture *fc, int *map)
+{
+	if (ch->oldtup == NULL)
+	{
+		capture_fail(fc, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+					 psprintf("flow \"%s\": the WAL of a delete from source \"%s\" at %X/%X does not name the deleted row",
+							  fc->c->flow->name, get_rel_name(fc->c->flow->source),
+							  LSN_FORMAT_ARGS(ch->st->commit_lsn)),
+					 psprintf("The table's replica identity no longer holds the flow's keys. Restore it (a primary key or REPLICA IDENTITY USING INDEX on the keys, or FULL), then run SELECT autocdc.full_refresh(%s).",
+							  quote_literal_cstr(fc->c->flow->name)));
+		return;
+	}
+	change_old(ch);
+	emit_event(ch, fc, map, ch->ovalues, ch->onulls, NULL, NULL, "delete");
+}
+
+/* changes(): a TRUNCATE is one truncate event, every table column NULL. */
+static void
+changes_truncate(DecodedChange *ch, FeedCapture *fc, int *map)
+{
+	emit_event(ch, fc, map, NULL, NULL, NULL, NULL, "truncate");
+}
+
+static const SourceKind changes_source = {
+	.name = "changes",
+	.on_insert = changes_insert,
+	.on_update = changes_update,
+	.on_delete = changes_delete,
+	.on_truncate = changes_truncate,
+};
+
+/*
+ * Hand one decoded change of relation to the flows that keep its
+ * transaction and read the relation, each by the kind of its source.
+ */
+static void
+dispatch_change(DecodeState *st, Relation relation, ReorderBufferChangeType action,
+				HeapTuple newtup, HeapTuple oldtup)
+{
+	DecodedRel *dr = decode_rel(st, relation);
+	DecodedChange ch;
 	ListCell   *fl;
 	MemoryContext old;
 	int			k = 0;
 
-	if (!st->any_keep)
-		return;
-	dr = decode_rel(st, relation);
 	if (!dr->wanted)
 		return;
-	/*
-	 * The source kinds read inserts only so far (feeds): a feed's updated
-	 * and deleted rows are counted, not applied.
-	 */
-	if (change->action == REORDER_BUFFER_CHANGE_UPDATE ||
-		change->action == REORDER_BUFFER_CHANGE_DELETE)
-	{
-		foreach(fl, st->feeds)
-		{
-			FeedCapture *fc = lfirst(fl);
-
-			if (dr->maps[k++] == NULL || !fc->keep || fc->skip || fc->c->error != NULL)
-				continue;
-			if (change->action == REORDER_BUFFER_CHANGE_UPDATE)
-				fc->c->m->num_ignored_updates++;
-			else
-				fc->c->m->num_ignored_deletes++;
-		}
-		return;
-	}
-	if (change->action != REORDER_BUFFER_CHANGE_INSERT)
-		return;
-	tup = compat_change_newtuple(change);
-	if (tup == NULL)
-		return;
-	hdesc = RelationGetDescr(relation);
+	memset(&ch, 0, sizeof(ch));
+	ch.st = st;
+	ch.desc = RelationGetDescr(relation);
+	ch.newtup = newtup;
+	ch.oldtup = oldtup;
 	old = MemoryContextSwitchTo(st->cxt);
 	foreach(fl, st->feeds)
 	{
 		FeedCapture *fc = lfirst(fl);
 		int		   *map = dr->maps[k++];
-		TupleDesc	bdesc = fc->c->batchdesc;
-		Datum	   *values;
-		bool	   *nulls;
-		int			i;
-		SourceRow	row;
+		void		(*handler) (DecodedChange *ch, FeedCapture *fc, int *map);
 
 		if (map == NULL || !fc->keep || fc->c->error != NULL)
+			continue;
+		switch (action)
+		{
+			case REORDER_BUFFER_CHANGE_INSERT:
+				handler = fc->kind->on_insert;
+				break;
+			case REORDER_BUFFER_CHANGE_UPDATE:
+				handler = fc->kind->on_update;
+				break;
+			case REORDER_BUFFER_CHANGE_DELETE:
+				handler = fc->kind->on_delete;
+				break;
+			case REORDER_BUFFER_CHANGE_TRUNCATE:
+				handler = fc->kind->on_truncate;
+				break;
+			default:
+				handler = NULL;
+		}
+		if (handler == NULL)
 			continue;
 		if (fc->skip)
 		{
 			fc->c->m->num_skipped++;
 			continue;
 		}
-		if (hvalues == NULL)
-		{
-			int			j;
-
-			hvalues = palloc(sizeof(Datum) * hdesc->natts);
-			hnulls = palloc(sizeof(bool) * hdesc->natts);
-			heap_deform_tuple(tup, hdesc, hvalues, hnulls);
-			/* the decoder hands over TOASTed values as pointers into its memory */
-			for (j = 0; j < hdesc->natts; j++)
-				if (!hnulls[j] && TupleDescAttr(hdesc, j)->attlen == -1 &&
-					VARATT_IS_EXTERNAL(DatumGetPointer(hvalues[j])))
-					hvalues[j] = PointerGetDatum(detoast_external_attr((struct varlena *)
-																	   DatumGetPointer(hvalues[j])));
-		}
-		if (fc->kind->on_insert == NULL)
-			continue;
-		values = palloc(sizeof(Datum) * bdesc->natts);
-		nulls = palloc(sizeof(bool) * bdesc->natts);
-		values[BATCH_LSN] = LSNGetDatum(st->commit_lsn);
-		values[BATCH_ORD] = Int64GetDatum(++fc->ord);
-		nulls[BATCH_LSN] = nulls[BATCH_ORD] = false;
-		for (i = BATCH_DATA; i < bdesc->natts; i++)
-		{
-			int			h = map[i - BATCH_DATA];
-
-			values[i] = h < 0 ? (Datum) 0 : hvalues[h];
-			nulls[i] = h < 0 ? true : hnulls[h];
-		}
-		row.c = fc->c;
-		row.values = values;
-		row.nulls = nulls;
-		fc->kind->on_insert(&row);
-		if (fc->c->first_commit == 0)
-			fc->c->first_commit = st->commit_time;
-		st->kept++;
+		handler(&ch, fc, map);
 	}
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(st->cxt);
+}
+
+/*
+ * Change callback (instead of pgoutput's, which would serialize every
+ * column for us to parse back): the flows take their events straight from
+ * the decoded tuples.
+ */
+static void
+capture_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
+			   Relation relation, ReorderBufferChange *change)
+{
+	DecodeState *st = ctx->output_writer_private;
+	HeapTuple	newtup = NULL;
+	HeapTuple	oldtup = NULL;
+
+	if (!st->any_keep)
+		return;
+	switch (change->action)
+	{
+		case REORDER_BUFFER_CHANGE_INSERT:
+			newtup = compat_change_newtuple(change);
+			if (newtup == NULL)
+				return;
+			break;
+		case REORDER_BUFFER_CHANGE_UPDATE:
+			newtup = compat_change_newtuple(change);
+			oldtup = compat_change_oldtuple(change);
+			if (newtup == NULL)
+				return;
+			break;
+		case REORDER_BUFFER_CHANGE_DELETE:
+			oldtup = compat_change_oldtuple(change);
+			break;
+		default:
+			return;
+	}
+	dispatch_change(st, relation, change->action, newtup, oldtup);
+}
+
+/* Truncate callback: one change for each truncated table the pass reads. */
+static void
+capture_truncate(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
+				 int nrelations, Relation relations[], ReorderBufferChange *change)
+{
+	DecodeState *st = ctx->output_writer_private;
+	int			i;
+
+	if (!st->any_keep)
+		return;
+	for (i = 0; i < nrelations; i++)
+		dispatch_change(st, relations[i], REORDER_BUFFER_CHANGE_TRUNCATE, NULL, NULL);
 }
 
 /*
@@ -866,10 +1197,36 @@ feed_capture_open(Capture *c)
 {
 	FeedCapture *fc = palloc0(sizeof(FeedCapture));
 
+	ListCell   *lc;
+	int			k = 0;
+
 	fc->c = c;
-	fc->kind = &feed_source;
+	fc->kind = c->flow->changes ? &changes_source : &feed_source;
 	fc->feed = table_open(c->flow->source, AccessShareLock);
 	fc->feeddesc = RelationGetDescr(fc->feed);
+	fc->last_ts = c->flow->progress_ts;
+	fc->keypos = palloc(sizeof(int) * list_length(c->flow->keys));
+	foreach(lc, c->flow->keys)
+	{
+		int			i,
+					pos = 0;
+
+		fc->keypos[k] = -1;
+		for (i = 0; i < fc->feeddesc->natts; i++)
+		{
+			Form_pg_attribute att = TupleDescAttr(fc->feeddesc, i);
+
+			if (att->attisdropped)
+				continue;
+			if (strcmp(NameStr(att->attname), lfirst(lc)) == 0)
+				fc->keypos[k] = pos;
+			pos++;
+		}
+		if (fc->keypos[k] < 0)
+			elog(ERROR, "key column \"%s\" of flow \"%s\" is not in its source",
+				 (char *) lfirst(lc), c->flow->name);
+		k++;
+	}
 	return fc;
 }
 
@@ -954,16 +1311,24 @@ source_capture_flows(List *captures, const char *slot, int64 max_events,
 		else
 		{
 			Snapshot	snap = first_read_snapshot();
+			TimestampTz taken = GetCurrentTimestamp();
 
 			PushActiveSnapshot(snap);
 			foreach(lc, st.feeds)
 			{
 				FeedCapture *fc = lfirst(lc);
+				XLogRecPtr	pos = GetXLogInsertRecPtr();
+				int64		ord;
 
 				if (fc->c->flow->has_progress)
 					continue;
-				source_read_whole(fc->c->flow, fc->c->batch, fc->c->batchdesc,
-									 GetXLogInsertRecPtr());
+				/* one transaction, stamped with the snapshot's time */
+				fc->last_ts = fc->last_ts != 0 && taken <= fc->last_ts ? fc->last_ts + 1 : taken;
+				ord = source_read_whole(fc->c->flow, fc->c->batch, fc->c->batchdesc,
+										pos, fc->last_ts);
+				if (fc->c->flow->refresh_keep)
+					source_read_missing(fc->c->flow, fc->c->batch, fc->c->batchdesc,
+										pos, fc->last_ts, ord);
 				if (tuplestore_tuple_count(fc->c->batch) > 0)
 					fc->c->first_commit = GetCurrentTimestamp();
 				fc->first = snap;
@@ -1019,7 +1384,7 @@ source_capture_flows(List *captures, const char *slot, int64 max_events,
 		ctx->callbacks.begin_cb = capture_begin;
 		ctx->callbacks.change_cb = capture_change;
 		ctx->callbacks.commit_cb = capture_commit;
-		ctx->callbacks.truncate_cb = NULL;
+		ctx->callbacks.truncate_cb = capture_truncate;
 		ctx->callbacks.message_cb = NULL;
 		if (!decode_relcache_callback_registered)
 		{
@@ -1106,6 +1471,7 @@ source_capture_flows(List *captures, const char *slot, int64 max_events,
 		fc->c->lag.cut = more != NULL && *more;
 		if (result > flow->progress || !flow->has_progress)
 			flow->progress = result;
+		flow->progress_ts = fc->last_ts;
 		flow->has_progress = true;
 		flow->slot_name = pstrdup(slot);
 	}
@@ -1139,6 +1505,11 @@ source_capture(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 void
 source_raise_capture_error(Capture *c)
 {
+	if (c->error && c->error_code != 0)
+		ereport(ERROR,
+				(errcode(c->error_code),
+				 errmsg("%s", c->error),
+				 c->error_hint ? errhint("%s", c->error_hint) : 0));
 	if (c->error)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -1207,7 +1578,7 @@ source_check(FlowDef *flow)
 		if (len > slen + 1 && seqtext[0] == '(' && strcmp(seqtext + len - slen, suffix) == 0)
 			rowcast = pnstrdup(seqtext + 1, len - slen - 1);
 	}
-	e = expr_analyze(flow->source, rowcast ? rowcast : seqtext, "sequence");
+	e = expr_analyze(flow->source, flow->changes, rowcast ? rowcast : seqtext, "sequence");
 	if (rowcast)
 	{
 		TupleDesc	desc = lookup_rowtype_tupdesc(flow->seq_type, -1);
@@ -1236,12 +1607,14 @@ source_check(FlowDef *flow)
 						flow->name, seqtext, format_type_be(e->typid), format_type_be(flow->seq_type)),
 				 errdetail("A column the sequence reads was retyped; casting it back would change the order of events."),
 				 errhint("Change the column back, or drop the flow and create it again.")));
-	if (flow->deletes && expr_analyze(flow->source, flow->deletes, "apply_as_deletes")->typid != BOOLOID)
+	if (flow->deletes &&
+		expr_analyze(flow->source, flow->changes, flow->deletes, "apply_as_deletes")->typid != BOOLOID)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("flow \"%s\": apply_as_deletes is no longer a boolean expression", flow->name),
 				 errhint("Change the column back, or drop the flow and create it again.")));
-	if (flow->truncates && expr_analyze(flow->source, flow->truncates, "apply_as_truncates")->typid != BOOLOID)
+	if (flow->truncates &&
+		expr_analyze(flow->source, flow->changes, flow->truncates, "apply_as_truncates")->typid != BOOLOID)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("flow \"%s\": apply_as_truncates is no longer a boolean expression", flow->name),

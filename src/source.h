@@ -27,6 +27,8 @@ typedef struct Capture
 	bool		resync;			/* out: progress no longer served, not captured */
 	bool		deferred;		/* out: evicted from the pass, not captured */
 	char	   *error;			/* out: why capture stopped for this flow */
+	int			error_code;		/* its SQLSTATE, 0: a retyped column */
+	char	   *error_hint;		/* and its hint, or NULL */
 	TimestampTz first_commit;	/* out: commit time of the batch's first
 								 * transaction (a first read: its time), 0:
 								 * empty */
@@ -34,28 +36,10 @@ typedef struct Capture
 								 * applies the batch */
 } Capture;
 
-/* A decoded row, mapped onto a flow's source columns in batch layout (layout.h). */
-typedef struct SourceRow
-{
-	Capture    *c;
-	Datum	   *values;
-	bool	   *nulls;
-} SourceRow;
-
-/*
- * A kind of source: what its flows make of each decoded action on a table
- * they read (NULL: the action is not an event of this kind).
- */
-typedef struct SourceKind
-{
-	const char *name;
-	void		(*on_insert) (SourceRow *row);
-} SourceKind;
-
 extern void source_init(void);
 extern void source_check(FlowDef *flow);
-extern void source_read_whole(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
-							  XLogRecPtr pos);
+extern int64 source_read_whole(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
+							   XLogRecPtr pos, TimestampTz ts);
 extern void source_capture(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 						   RunMetrics *m);
 extern void source_capture_flows(List *captures, const char *slot, int64 max_events,

@@ -1,0 +1,201 @@
+-- changes: changes(tbl) sources.  The events of an ordinary table's
+-- INSERT/UPDATE/DELETE/TRUNCATE, decoded from the WAL: key-changing updates,
+-- the pseudo-columns and their defaults, first reads, the checks at
+-- create_flow, out-of-line values, full_refresh that keeps the history, and
+-- the statement form.
+--
+-- c_show(sql) shows a statement's error as "SQLSTATE: message" plus DETAIL
+-- and HINT, with LSNs (which differ between runs) replaced by X/X.
+CREATE FUNCTION c_show(sql text) RETURNS text LANGUAGE plpgsql AS $f$
+DECLARE code text; msg text; det text; hint text;
+BEGIN
+	EXECUTE sql;
+	RETURN 'ok';
+EXCEPTION WHEN OTHERS THEN
+	GET STACKED DIAGNOSTICS code = RETURNED_SQLSTATE, msg = MESSAGE_TEXT,
+							det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+	RETURN regexp_replace(code || ': ' || msg
+		|| CASE WHEN det <> '' THEN E'\nDETAIL: ' || det ELSE '' END
+		|| CASE WHEN hint <> '' THEN E'\nHINT: ' || hint ELSE '' END,
+		'[0-9A-F]{1,8}/[0-9A-F]{1,8}', 'X/X', 'g');
+END
+$f$;
+CREATE FUNCTION c_run(flow text) RETURNS bigint LANGUAGE sql AS $f$
+	SELECT num_events FROM autocdc.run_flow(flow)
+$f$;
+
+-- an OLTP table with rows before the flows exist (their first read)
+CREATE TABLE c_prod (id int PRIMARY KEY, name text, price numeric);
+INSERT INTO c_prod VALUES (1, 'apple', 10), (2, 'pear', 20);
+SELECT autocdc.create_flow(target => 'c_copy', source => 'changes(c_prod)', keys => '{id}',
+	continuous => false);
+SELECT autocdc.create_flow(target => 'c_hist', source => 'stream(changes(c_prod))', keys => '{id}',
+	stored_as_scd_type => '2', continuous => false);
+-- the defaults, as stored and shown
+SELECT name, source, sequence_by, apply_as_deletes, apply_as_truncates, source_kind
+  FROM autocdc.flow WHERE name IN ('c_copy', 'c_hist') ORDER BY name;
+SELECT name, source FROM autocdc.flows WHERE name LIKE 'c\_%' ORDER BY name;
+-- the pseudo-columns are not target columns
+SELECT attname FROM pg_attribute WHERE attrelid = 'c_hist'::regclass AND attnum > 0 ORDER BY attnum;
+SELECT c_run('c_copy') AS first_read, c_run('c_hist') AS first_read;
+SELECT * FROM c_copy ORDER BY id;
+
+-- one transaction each: an update, a delete, an insert, a key change
+UPDATE c_prod SET price = 11 WHERE id = 1;
+DELETE FROM c_prod WHERE id = 2;
+INSERT INTO c_prod VALUES (3, 'plum', 30);
+UPDATE c_prod SET id = 4 WHERE id = 3;
+-- the key change is a delete of 3 and an upsert of 4: five events
+SELECT c_run('c_copy') AS events, c_run('c_hist') AS events;
+-- SCD 1: the table as of the last applied commit
+SELECT * FROM c_copy ORDER BY id;
+SELECT count(*) AS differences FROM ((TABLE c_copy EXCEPT TABLE c_prod) UNION ALL (TABLE c_prod EXCEPT TABLE c_copy)) d;
+-- SCD 2: every committed version of every row; a version ends where the next begins
+SELECT id, name, price, __end_at IS NULL AS current FROM c_hist ORDER BY id, __start_at;
+SELECT count(*) AS gaps FROM c_hist a JOIN c_hist b ON a.id = b.id AND a.__start_at < b.__start_at
+ WHERE NOT EXISTS (SELECT FROM c_hist m WHERE m.id = a.id AND m.__start_at > a.__start_at AND m.__start_at < b.__start_at)
+   AND a.__end_at IS DISTINCT FROM b.__start_at;
+
+-- several changes of a key in one transaction tie on _commit_timestamp: the last wins
+BEGIN;
+INSERT INTO c_prod VALUES (5, 'fig', 50);
+UPDATE c_prod SET price = 51 WHERE id = 5;
+UPDATE c_prod SET price = 52 WHERE id = 5;
+INSERT INTO c_prod VALUES (6, 'kiwi', 60);
+DELETE FROM c_prod WHERE id = 6;
+COMMIT;
+SELECT c_run('c_copy') AS events, c_run('c_hist') AS events;
+SELECT * FROM c_copy WHERE id >= 5 ORDER BY id;
+SELECT id, name, price FROM c_hist WHERE id >= 5 ORDER BY id, __start_at;
+-- _commit_timestamp is the commit time (a first read's: its snapshot's), one
+-- per transaction, increasing along commit order
+SELECT (SELECT __start_at FROM c_hist WHERE id = 1 AND price = 10) =
+	   (SELECT __start_at FROM c_hist WHERE id = 2) AS first_read_one_time,
+	   (SELECT __start_at FROM c_hist WHERE id = 1 AND price = 11) <
+	   (SELECT __start_at FROM c_hist WHERE id = 3) AS later_commit_later,
+	   (SELECT __end_at FROM c_hist WHERE id = 3) =
+	   (SELECT __start_at FROM c_hist WHERE id = 4) AS key_change_one_time,
+	   (SELECT bool_and(__start_at <= now()) FROM c_hist) AS not_in_the_future;
+
+-- TRUNCATE is one truncate event: every key goes (SCD 2: every version ends)
+TRUNCATE c_prod;
+INSERT INTO c_prod VALUES (7, 'lime', 70);
+SELECT c_run('c_copy') AS events, c_run('c_hist') AS events;
+SELECT * FROM c_copy ORDER BY id;
+SELECT id, name, __end_at IS NULL AS current FROM c_hist WHERE __end_at IS NULL ORDER BY id;
+
+-- the pseudo-columns in expressions; a delete event that is not applied as a
+-- delete is an upsert of what it carries (the key, the rest NULL)
+SELECT autocdc.create_flow(target => 'c_keep', source => 'changes(c_prod)', keys => '{id}',
+	sequence_by => '_commit_lsn',
+	apply_as_deletes => $$_change_type = 'delete' AND _commit_lsn > '0/0' AND id <> 7$$,
+	continuous => false);
+SELECT c_run('c_keep');
+INSERT INTO c_prod VALUES (8, 'date', 80);
+DELETE FROM c_prod;
+SELECT c_run('c_keep') AS events;
+SELECT id, name FROM c_keep ORDER BY id;
+SELECT autocdc.drop_flow('c_keep', drop_target => true);
+
+-- full_refresh keeps the history: rows changed meanwhile show as one change
+-- at the refresh, keys gone as a delete; unchanged rows write nothing
+INSERT INTO c_prod VALUES (9, 'yuzu', 90), (10, 'lemon', 100);
+SELECT c_run('c_hist');
+SELECT count(*) AS rows_before FROM c_hist;
+SELECT num_events, num_upserted_rows, num_deleted_rows FROM autocdc.full_refresh('c_hist');
+SELECT count(*) AS rows_after FROM c_hist;
+-- (a change made while the flow could not see it: the refresh finds it)
+UPDATE c_prod SET price = 91 WHERE id = 9;
+DELETE FROM c_prod WHERE id = 10;
+SELECT num_events FROM autocdc.full_refresh('c_hist');
+SELECT id, name, price, __end_at IS NULL AS current FROM c_hist WHERE id >= 9 ORDER BY id, __start_at;
+-- afterwards only what the refresh's snapshot did not show
+SELECT c_run('c_hist') AS events;
+-- discard_history empties the target and reads the table again
+SELECT num_events FROM autocdc.full_refresh('c_hist', discard_history => true);
+SELECT id, name, price FROM c_hist ORDER BY id, __start_at;
+-- a target several flows write cannot keep its history through a refresh
+SELECT autocdc.create_flow(target => 'c_copy', source => 'changes(c_prod)', keys => '{id}',
+	name => 'c_copy2', continuous => false);
+SELECT c_show($$SELECT autocdc.full_refresh('c_copy')$$);
+SELECT autocdc.drop_flow('c_copy2');
+
+-- out-of-line values: an UPDATE that leaves one unchanged logs only a pointer
+-- into the TOAST table, which autocdc never reads
+CREATE TABLE c_doc (id int PRIMARY KEY, body text, n int);
+ALTER TABLE c_doc ALTER body SET STORAGE EXTERNAL;
+INSERT INTO c_doc SELECT 1, string_agg(md5(g::text), ''), 0 FROM generate_series(1, 200) g;
+SELECT autocdc.create_flow(target => 'c_doc_copy', source => 'changes(c_doc)', keys => '{id}',
+	continuous => false);
+SELECT c_run('c_doc_copy') AS first_read;
+INSERT INTO c_doc SELECT 2, string_agg(md5((g + 1000)::text), ''), 0 FROM generate_series(1, 200) g;
+SELECT c_run('c_doc_copy') AS inserted;
+SELECT id, length(body), md5(body) = (SELECT md5(body) FROM c_doc d WHERE d.id = c.id) AS same
+  FROM c_doc_copy c ORDER BY id;
+UPDATE c_doc SET n = 1 WHERE id = 1;
+VACUUM c_doc;
+-- under the default replica identity the run fails, and says what to do
+SELECT c_show($$SELECT autocdc.run_flow('c_doc_copy')$$);
+SELECT c_show($$SELECT autocdc.run_flow('c_doc_copy')$$) LIKE '0A000%' AS fails_again;
+-- under REPLICA IDENTITY FULL the WAL holds the old row, which fills the value
+ALTER TABLE c_doc REPLICA IDENTITY FULL;
+SELECT num_events FROM autocdc.full_refresh('c_doc_copy');
+UPDATE c_doc SET n = 2 WHERE id = 2;
+UPDATE c_doc SET n = 3 WHERE id = 1;
+VACUUM FULL c_doc;
+SELECT c_run('c_doc_copy') AS events;
+SELECT id, n, length(body), md5(body) = (SELECT md5(body) FROM c_doc d WHERE d.id = c.id) AS same
+  FROM c_doc_copy c ORDER BY id;
+
+-- the checks at create_flow
+CREATE TABLE c_nokey (id int, v text);
+SELECT c_show($$SELECT autocdc.create_flow(target => 'c_x', source => 'changes(c_nokey)', keys => '{id}')$$);
+CREATE UNIQUE INDEX ON c_nokey (id) WHERE id > 0;
+SELECT c_show($$SELECT autocdc.create_flow(target => 'c_x', source => 'changes(c_nokey)', keys => '{id}')$$);
+CREATE UNIQUE INDEX c_nokey_id ON c_nokey (id);
+SELECT c_show($$SELECT autocdc.create_flow(target => 'c_x', source => 'changes(c_nokey)', keys => '{id}')$$);
+ALTER TABLE c_nokey ALTER id SET NOT NULL;
+-- a unique index that is not the replica identity
+SELECT c_show($$SELECT autocdc.create_flow(target => 'c_x', source => 'changes(c_nokey)', keys => '{id}')$$);
+ALTER TABLE c_nokey REPLICA IDENTITY USING INDEX c_nokey_id;
+SELECT c_show($$SELECT autocdc.create_flow(target => 'c_x', source => 'changes(c_nokey)', keys => '{id}', continuous => false)$$);
+SELECT autocdc.drop_flow('c_x', drop_target => true);
+ALTER TABLE c_nokey REPLICA IDENTITY NOTHING;
+SELECT c_show($$SELECT autocdc.create_flow(target => 'c_x', source => 'changes(c_nokey)', keys => '{id}')$$);
+-- a deferrable primary key is no replica identity
+CREATE TABLE c_defer (id int PRIMARY KEY DEFERRABLE, v text);
+SELECT c_show($$SELECT autocdc.create_flow(target => 'c_x', source => 'changes(c_defer)', keys => '{id}')$$);
+-- keys wider than a unique index are fine, if the identity holds them
+CREATE TABLE c_wide (a int, b int, v text, PRIMARY KEY (a, b));
+SELECT c_show($$SELECT autocdc.create_flow(target => 'c_x', source => 'changes(c_wide)', keys => '{a}')$$);
+SELECT c_show($$SELECT autocdc.create_flow(target => 'c_x', source => 'changes(c_wide)', keys => '{a,b}', continuous => false)$$);
+SELECT autocdc.drop_flow('c_x', drop_target => true);
+-- sequences may read only the pseudo-columns
+SELECT c_show($$SELECT autocdc.create_flow(target => 'c_x', source => 'changes(c_prod)', keys => '{id}', sequence_by => 'price')$$);
+SELECT c_show($$SELECT autocdc.create_flow(target => 'c_x', source => 'changes(c_prod)', keys => '{id}', sequence_by => 'ROW(_commit_timestamp, id)')$$);
+-- a column with a pseudo-column's name
+CREATE TABLE c_clash (id int PRIMARY KEY, _change_type text);
+SELECT c_show($$SELECT autocdc.create_flow(target => 'c_x', source => 'changes(c_clash)', keys => '{id}')$$);
+-- partitioned tables, once and snapshot flows
+CREATE TABLE c_part (id int PRIMARY KEY, v text) PARTITION BY RANGE (id);
+SELECT c_show($$SELECT autocdc.create_flow(target => 'c_x', source => 'changes(c_part)', keys => '{id}')$$);
+SELECT c_show($$SELECT autocdc.create_flow(target => 'c_x', source => 'changes(c_prod)', keys => '{id}', once => true)$$);
+SELECT c_show($$SELECT autocdc.create_snapshot_flow(target => 'c_x', source => 'changes(c_prod)', keys => '{id}')$$);
+CREATE UNLOGGED TABLE c_unlogged (id int PRIMARY KEY);
+SELECT c_show($$SELECT autocdc.create_flow(target => 'c_x', source => 'changes(c_unlogged)', keys => '{id}')$$);
+SELECT count(*) AS c_x_left FROM pg_class WHERE relname = 'c_x';
+
+-- the statement form: SEQUENCE BY is optional for changes()
+DO LANGUAGE autocdc $$
+CREATE FLOW c_stmt AS AUTO CDC INTO c_stmt_t FROM changes(c_prod) KEYS (id) STORED AS SCD TYPE 2
+$$;
+SELECT name, source, sequence_by, scd_type FROM autocdc.flow WHERE name = 'c_stmt';
+INSERT INTO c_prod VALUES (11, 'quince', 110);
+SELECT num_events FROM autocdc.run_flow('c_stmt');
+SELECT id, name FROM c_stmt_t ORDER BY id;
+DO LANGUAGE autocdc $$ DROP FLOW c_stmt $$;
+
+SELECT autocdc.drop_flow(name, drop_target => true) FROM autocdc.flow
+ WHERE name IN ('c_copy', 'c_hist', 'c_doc_copy', 'c_stmt_t') ORDER BY name;
+DROP TABLE c_prod, c_doc, c_nokey, c_defer, c_wide, c_clash, c_part, c_unlogged, c_stmt_t;
+DROP FUNCTION c_show(text), c_run(text);

@@ -1,0 +1,276 @@
+
+# 140_changes.pl — randomized property test of changes(tbl) sources against
+# a small Perl model of what they promise: an SCD 1 flow keeps its target
+# equal to the table as of the last applied commit, and an SCD 2 flow keeps
+# every committed version of every row, each version starting at the commit
+# time of the transaction that made it and ending at the commit time of the
+# transaction that changed or removed it.
+#
+# A stream is a random list of transactions on a table with a primary key
+# (inserts, updates of a value column, updates of the key, updates that
+# change nothing, deletes, deletes and re-inserts of a key, and now and then
+# a TRUNCATE), with autocdc.run_flow() after a random number of them.  The
+# model replays the same transactions on a hash and records, per
+# transaction, which keys differ before and after it; each transaction
+# logs its xid, and track_commit_timestamp gives its commit time.  After the
+# last run: the SCD 1 target equals the table and the model, the SCD 2
+# target equals the model's versions row for row (times to the
+# microsecond), and a flow created half-way (its first read under a
+# snapshot) equals the table too.  Values of some rows are out of line
+# (several kB, not compressible) under REPLICA IDENTITY FULL, and the table
+# is vacuumed between runs: an unchanged out-of-line value must come from
+# the WAL's old row, never from the TOAST table.
+#
+# A second part lets the worker apply a continuous changes() flow into an
+# SCD 2 target and chains a second flow on that target's change feed.
+#
+#     AUTOCDC_PROPERTY_STREAMS=50 AUTOCDC_PROPERTY_SEED=7 \
+#         make installcheck REGRESS= PROVE_TESTS=test/t/140_changes.pl
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+use AutocdcTest;
+
+my $seed = length($ENV{AUTOCDC_PROPERTY_SEED} // '') ? $ENV{AUTOCDC_PROPERTY_SEED} : 42;
+my $streams = length($ENV{AUTOCDC_PROPERTY_STREAMS} // '') ? int($ENV{AUTOCDC_PROPERTY_STREAMS} / 5) + 1 : 10;
+srand($seed);
+note "seed $seed, $streams streams";
+
+my $node = autocdc_node('changes', worker => 1,
+	conf => [ 'track_commit_timestamp = on', 'autocdc.naptime = 100ms' ]);
+$node->safe_psql('postgres', 'CREATE EXTENSION autocdc');
+
+sub sql { return $node->safe_psql('postgres', $_[0]); }
+
+# a value: short, NULL, or long and out of line (md5 chains do not compress)
+sub value
+{
+	my $r = rand();
+	return 'NULL' if $r < 0.15;
+	return sprintf("'v%d'", int(rand(5))) if $r < 0.8;
+	return sprintf("(SELECT string_agg(md5((g * %d)::text), '') FROM generate_series(1, 120) g)",
+		int(rand(1000)) + 1);
+}
+
+# the model's value of an SQL value expression: evaluated by the server once
+my %value_cache;
+sub value_of
+{
+	my ($expr) = @_;
+	return undef if $expr eq 'NULL';
+	$value_cache{$expr} //= sql("SELECT md5($expr)");
+	return $value_cache{$expr};
+}
+
+sub row_text
+{
+	my ($k, $row) = @_;
+	return join('|', $k, map { $_ // 'NULL' } @$row);
+}
+
+my $failures = 0;
+for my $stream (1 .. $streams)
+{
+	sql(q{
+		SELECT autocdc.drop_flow(name, drop_target => true) FROM autocdc.flow;
+		DROP TABLE IF EXISTS src, txlog CASCADE;
+		CREATE TABLE src (id int PRIMARY KEY, a int, b text);
+		ALTER TABLE src ALTER b SET STORAGE EXTERNAL;
+		ALTER TABLE src REPLICA IDENTITY FULL;
+		CREATE TABLE txlog (n int, x xid8);
+		SELECT autocdc.create_flow(target => 'p_copy', source => 'changes(src)', keys => '{id}',
+			continuous => false);
+		SELECT autocdc.create_flow(target => 'p_hist', source => 'changes(src)', keys => '{id}',
+			stored_as_scd_type => '2', continuous => false);
+		SELECT num_events FROM autocdc.run_flow('p_copy');
+		SELECT num_events FROM autocdc.run_flow('p_hist');});
+
+	my %model;        # id -> [a, md5(b)]
+	my @changes;      # per transaction: [n, {id -> the row after it ('' if gone)}] of the keys it changed
+	my @script;
+	my $ntx = 8 + int(rand(25));
+	my $late_at = 1 + int(rand($ntx));
+	for my $n (1 .. $ntx)
+	{
+		my %before = map { $_ => [ @{ $model{$_} } ] } keys %model;
+		my @stmts;
+		if (rand() < 0.06)
+		{
+			push @stmts, 'TRUNCATE src';
+			%model = ();
+		}
+		else
+		{
+			for (1 .. 1 + int(rand(4)))
+			{
+				my @ids = sort { $a <=> $b } keys %model;
+				my $r = rand();
+				if (!@ids || $r < 0.3)
+				{
+					my $id = int(rand(12));
+					next if exists $model{$id};
+					my ($a, $b) = (int(rand(3)), value());
+					push @stmts, "INSERT INTO src VALUES ($id, $a, $b)";
+					$model{$id} = [ $a, value_of($b) ];
+				}
+				elsif ($r < 0.5)
+				{
+					my $id = $ids[ int(rand(@ids)) ];
+					my $a = int(rand(3));
+					push @stmts, "UPDATE src SET a = $a WHERE id = $id";
+					$model{$id}[0] = $a;
+				}
+				elsif ($r < 0.6)
+				{
+					my $id = $ids[ int(rand(@ids)) ];
+					my $b = value();
+					push @stmts, "UPDATE src SET b = $b WHERE id = $id";
+					$model{$id}[1] = value_of($b);
+				}
+				elsif ($r < 0.7)
+				{
+					my $id = $ids[ int(rand(@ids)) ];
+					my $to = 12 + int(rand(12));
+					next if exists $model{$to};
+					push @stmts, "UPDATE src SET id = $to WHERE id = $id";
+					$model{$to} = delete $model{$id};
+				}
+				elsif ($r < 0.75)
+				{
+					my $id = $ids[ int(rand(@ids)) ];
+					push @stmts, "UPDATE src SET a = a WHERE id = $id";
+				}
+				elsif ($r < 0.9)
+				{
+					my $id = $ids[ int(rand(@ids)) ];
+					push @stmts, "DELETE FROM src WHERE id = $id";
+					delete $model{$id};
+				}
+				else
+				{
+					my $id = $ids[ int(rand(@ids)) ];
+					my ($a, $b) = (int(rand(3)), value());
+					push @stmts, "DELETE FROM src WHERE id = $id", "INSERT INTO src VALUES ($id, $a, $b)";
+					$model{$id} = [ $a, value_of($b) ];
+				}
+			}
+		}
+		my $tx = "BEGIN;\n" . join(";\n", @stmts, "INSERT INTO txlog VALUES ($n, pg_current_xact_id())")
+		  . ";\nCOMMIT;";
+		push @script, $tx;
+		sql($tx);
+		my %diff;
+		for my $id (keys %before, keys %model)
+		{
+			my ($x, $y) = ($before{$id}, $model{$id});
+			my $tx_ = defined $x ? row_text($id, $x) : '';
+			my $ty = defined $y ? row_text($id, $y) : '';
+			$diff{$id} = $ty if $tx_ ne $ty;
+		}
+		push @changes, [ $n, \%diff ];
+		if ($n == $late_at)
+		{
+			push @script, '-- a flow created here';
+			sql(q{SELECT autocdc.create_flow(target => 'p_late', source => 'changes(src)', keys => '{id}',
+				continuous => false)});
+		}
+		if (rand() < 0.35)
+		{
+			push @script, 'SELECT run_flow(p_copy), run_flow(p_hist)';
+			sql(q{SELECT num_events FROM autocdc.run_flow('p_copy'); SELECT num_events FROM autocdc.run_flow('p_hist');});
+			sql('VACUUM src') if rand() < 0.5;
+		}
+	}
+	sql(q{SELECT num_events FROM autocdc.run_flow('p_copy'); SELECT num_events FROM autocdc.run_flow('p_hist');
+		SELECT num_events FROM autocdc.run_flow('p_late');});
+
+	# the model's SCD 2 rows: per key, the versions the transactions made
+	my %ts = map { split /\|/ } split /\n/,
+	  sql(q{SELECT n, (extract(epoch FROM pg_xact_commit_timestamp(x::text::xid)) * 1000000)::bigint FROM txlog});
+	my (%open, @versions);
+	for my $c (@changes)
+	{
+		my ($n, $diff) = @$c;
+		for my $id (sort { $a <=> $b } keys %$diff)
+		{
+			my $y = $diff->{$id};	# the row after the transaction, '' if gone
+			if (defined $open{$id})
+			{
+				$open{$id}[2] = $ts{$n};
+				push @versions, delete $open{$id};
+			}
+			$open{$id} = [ $y, $ts{$n}, undef ] if $y ne '';
+		}
+	}
+	push @versions, values %open;
+	my $want_hist = join("\n", sort map { join('|', $_->[0], $_->[1], $_->[2] // 'NULL') } @versions);
+	my $got_hist = join("\n", sort split /\n/, sql(q{
+		SELECT concat_ws('|', id, coalesce(a::text, 'NULL'), coalesce(md5(b), 'NULL'),
+			(extract(epoch FROM __start_at) * 1000000)::bigint,
+			coalesce(((extract(epoch FROM __end_at) * 1000000)::bigint)::text, 'NULL'))
+		  FROM p_hist}));
+	my $want_copy = join("\n", sort map { row_text($_, $model{$_}) } keys %model);
+	my %got;
+	for my $t (qw(src p_copy p_late))
+	{
+		$got{$t} = join("\n", sort split /\n/, sql(qq{
+			SELECT concat_ws('|', id, coalesce(a::text, 'NULL'), coalesce(md5(b), 'NULL')) FROM $t}));
+	}
+	my $ok = $got{src} eq $want_copy && $got{p_copy} eq $want_copy && $got{p_late} eq $want_copy
+	  && $got_hist eq $want_hist;
+	if (!$ok)
+	{
+		$failures++;
+		diag "stream $stream (seed $seed) differs:\n" . join("\n", @script);
+		is($got{src}, $want_copy, "stream $stream: the table is the model");
+		is($got{p_copy}, $want_copy, "stream $stream: SCD 1");
+		is($got{p_late}, $want_copy, "stream $stream: SCD 1 created half-way");
+		is($got_hist, $want_hist, "stream $stream: SCD 2");
+		last;
+	}
+}
+is($failures, 0, "$streams random streams: SCD 1 equals the table, SCD 2 the model's versions");
+
+# the worker: continuous changes() flows into SCD 1 and SCD 2, and a chain:
+# an SCD 2 history of the SCD 1 copy, from the copy's change feed
+sql(q{
+	SELECT autocdc.drop_flow(name, drop_target => true) FROM autocdc.flow;
+	DROP TABLE IF EXISTS src, txlog CASCADE;
+	CREATE TABLE acct (id int PRIMARY KEY, balance int);
+	SELECT autocdc.create_flow(target => 'acct_copy', source => 'changes(acct)', keys => '{id}');
+	SELECT autocdc.create_flow(target => 'acct_hist', source => 'changes(acct)', keys => '{id}',
+		stored_as_scd_type => '2');
+	SELECT autocdc.create_flow(target => 'acct_copy_hist', source => 'changes(acct_copy)', keys => '{id}',
+		stored_as_scd_type => '2');
+	INSERT INTO acct SELECT g, 0 FROM generate_series(1, 20) g;});
+ok($node->poll_query_until('postgres', q{SELECT count(*) = 20 FROM acct_hist}),
+	'worker: the inserts are applied');
+for my $i (1 .. 30)
+{
+	sql(sprintf('UPDATE acct SET balance = balance + 1 WHERE id = %d', 1 + int(rand(20))));
+}
+sql('DELETE FROM acct WHERE id = 1');
+ok($node->poll_query_until('postgres', q{
+		SELECT count(*) = 50 AND count(*) FILTER (WHERE __end_at IS NULL) = 19 FROM acct_hist}),
+	'worker: every committed version is in the history, the deleted key closed');
+is(sql(q{SELECT count(*) FROM acct_hist h JOIN acct a USING (id) WHERE h.__end_at IS NULL AND h.balance = a.balance}),
+	'19', 'worker: the open versions are the table');
+ok($node->poll_query_until('postgres', q{
+		SELECT NOT EXISTS (SELECT * FROM acct EXCEPT SELECT * FROM acct_copy)
+		   AND NOT EXISTS (SELECT * FROM acct_copy EXCEPT SELECT * FROM acct)}),
+	'worker: the copy is the table');
+ok($node->poll_query_until('postgres', q{
+		SELECT count(*) FILTER (WHERE __end_at IS NULL) = 19
+		   AND count(*) FILTER (WHERE id = 1 AND __end_at IS NOT NULL) >= 1
+		   AND NOT EXISTS (SELECT id, balance FROM acct_copy_hist WHERE __end_at IS NULL
+		                   EXCEPT SELECT id, balance FROM acct_copy)
+		  FROM acct_copy_hist}),
+	'chain: the history of the copy, from its change feed, ends where the copy is');
+is(sql(q{SELECT string_agg(DISTINCT state, ',') FROM autocdc.flows}), 'idle', 'worker: no flow in error');
+
+done_testing();
