@@ -40,6 +40,19 @@ ok($node->poll_query_until('readme', q{SELECT count(*) = 2 FROM orders_history_s
 is($node->safe_psql('readme', q{SELECT string_agg(userid || ' ' || city || ' ' || (__end_at IS NULL), ', '
 									ORDER BY userid, __start_at) FROM users_scd2}),
 	'1 Lima false, 1 Kyiv true, 2 Rome false', 'the version function\'s snapshots make the documented history');
+is($node->safe_psql('readme', q{SELECT string_agg(id || ' ' || name || ' ' || tier, ', ' ORDER BY id)
+								  FROM customers_copy}),
+	'3 Ann platinum', 'changes(customers): the SCD 1 copy is the table');
+is($node->safe_psql('readme', q{SELECT string_agg(id || ' ' || tier || ' ' || (__end_at IS NULL), ', '
+									ORDER BY id, __start_at) FROM customers_history}),
+	'1 gold false, 1 platinum false, 2 silver false, 3 platinum true',
+	'changes(customers): the SCD 2 history has every committed version');
+ok($node->poll_query_until('readme', q{
+		SELECT string_agg(id || ' ' || tier || ' ' || (__end_at IS NULL), ', ' ORDER BY id, __start_at)
+		       = '3 platinum true'
+		  FROM customers_history_st}),
+	'changes(customers) in the statement form: the worker read the table as it is now')
+  or diag($node->safe_psql('readme', 'TABLE customers_history_st'));
 is($node->safe_psql('readme', q{SELECT count(*) FROM autocdc.flows WHERE state = 'error'}), '0',
 	'no flow of the examples is in error');
 
