@@ -37,6 +37,20 @@ CREATE FUNCTION autocdc._claim_publication() RETURNS void
 SELECT autocdc._claim_publication();
 DROP FUNCTION autocdc._claim_publication();
 
+-- a user publication FOR ALL TABLES would forward the hidden state's writes
+DO $$
+DECLARE
+	p name;
+BEGIN
+	FOR p IN SELECT pubname FROM pg_catalog.pg_publication
+			  WHERE puballtables AND pubname <> 'autocdc_feeds' ORDER BY pubname LOOP
+		RAISE WARNING 'publication "%" publishes all tables, also autocdc''s hidden state', p
+			USING DETAIL = 'Its subscribers receive every write autocdc makes to its tables in schema autocdc_state.',
+				  HINT = 'Publish the tables meant for subscribers by name (CREATE PUBLICATION ... FOR TABLE ...).';
+	END LOOP;
+END
+$$;
+
 -- the launcher starts this database's worker once CREATE EXTENSION commits
 CREATE FUNCTION autocdc._want_worker() RETURNS void
 	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_want_worker';

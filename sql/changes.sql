@@ -185,6 +185,20 @@ CREATE UNLOGGED TABLE c_unlogged (id int PRIMARY KEY);
 SELECT c_show($$SELECT autocdc.create_flow(target => 'c_x', source => 'changes(c_unlogged)', keys => '{id}')$$);
 SELECT count(*) AS c_x_left FROM pg_class WHERE relname = 'c_x';
 
+-- a flow that would close a cycle of flows is refused
+CREATE TABLE c_a (id int PRIMARY KEY, v text);
+SELECT autocdc.create_flow(target => 'c_b', source => 'changes(c_a)', keys => '{id}', continuous => false);
+SELECT autocdc.create_flow(target => 'c_c', source => 'changes(c_b)', keys => '{id}', continuous => false);
+SELECT c_show($$SELECT autocdc.create_flow(target => 'c_a', source => 'changes(c_c)', keys => '{id}')$$);
+SELECT c_show($$SELECT autocdc.create_flow(target => 'c_b', source => 'c_c', keys => '{id}', sequence_by => 'id', name => 'c_loop')$$);
+SELECT autocdc.drop_flow('c_c', drop_target => true), autocdc.drop_flow('c_b', drop_target => true);
+
+-- a user publication of all tables would forward the hidden state: a warning
+CREATE PUBLICATION c_all FOR ALL TABLES;
+SELECT autocdc.create_flow(target => 'c_x', source => 'changes(c_a)', keys => '{id}', continuous => false);
+DROP PUBLICATION c_all;
+SELECT autocdc.drop_flow('c_x', drop_target => true);
+
 -- the statement form: SEQUENCE BY is optional for changes()
 DO LANGUAGE autocdc $$
 CREATE FLOW c_stmt AS AUTO CDC INTO c_stmt_t FROM changes(c_prod) KEYS (id) STORED AS SCD TYPE 2
@@ -197,5 +211,5 @@ DO LANGUAGE autocdc $$ DROP FLOW c_stmt $$;
 
 SELECT autocdc.drop_flow(name, drop_target => true) FROM autocdc.flow
  WHERE name IN ('c_copy', 'c_hist', 'c_doc_copy', 'c_stmt_t') ORDER BY name;
-DROP TABLE c_prod, c_doc, c_nokey, c_defer, c_wide, c_clash, c_part, c_unlogged, c_stmt_t;
+DROP TABLE c_prod, c_a, c_doc, c_nokey, c_defer, c_wide, c_clash, c_part, c_unlogged, c_stmt_t;
 DROP FUNCTION c_show(text), c_run(text);

@@ -791,6 +791,37 @@ catalog_flows_reading(List *relids)
 	return result_strings();
 }
 
+/* The targets (relids) of the flows that read a relation. */
+List *
+catalog_flow_targets_of(Oid source)
+{
+	CatArgs		a = {0};
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	arg_oid(&a, source);
+	cat_exec("SELECT t.relid::pg_catalog.oid FROM autocdc.flow f "
+			 "JOIN autocdc.target t ON t.id OPERATOR(pg_catalog.=) f.target_id "
+			 "WHERE f.source::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
+			 &a, SPI_OK_SELECT);
+	foreach(lc, result_strings())
+		result = lappend_oid(result, atooid(lfirst(lc)));
+	return result;
+}
+
+/* Does a continuous change flow that is not paused read the relation? */
+bool
+catalog_is_continuous_source(Oid relid)
+{
+	CatArgs		a = {0};
+
+	arg_oid(&a, relid);
+	return cat_exec("SELECT 1 FROM autocdc.flow WHERE kind OPERATOR(pg_catalog.=) 'cdc' "
+					"AND continuous AND NOT paused AND NOT once "
+					"AND source::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
+					&a, SPI_OK_SELECT) > 0;
+}
+
 /* ----------------------------------------------------------------
  * targets
  * ----------------------------------------------------------------

@@ -139,6 +139,8 @@ extern void catalog_record_failure(int32 flow_id, const FlowFailure *failure);
 extern List *catalog_flows_of_roles(List *roleids);
 extern void catalog_reassign_flows(Oid from, Oid to);
 extern List *catalog_flows_reading(List *relids);
+extern List *catalog_flow_targets_of(Oid source);
+extern bool catalog_is_continuous_source(Oid relid);
 
 /* targets */
 extern bool catalog_load_target(Oid relid, TargetDef *t);

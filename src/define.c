@@ -667,6 +667,97 @@ def_target_name(Definition *d)
 	d->flowname = pstrdup(d->spec->name ? d->spec->name : d->trv->relname);
 }
 
+/*
+ * Refuse a flow that would close a cycle of flows: one whose target is,
+ * through the flows that read it and the targets they write, the source
+ * of this very flow (its events would come back to it without end).
+ */
+static void
+check_no_cycle(Definition *d)
+{
+	List	   *todo;
+	List	   *seen = NIL;
+
+	if (!OidIsValid(d->target))
+		return;					/* a new table is nobody's source */
+	todo = list_make1_oid(d->target);
+	while (todo != NIL)
+	{
+		Oid			rel = linitial_oid(todo);
+		ListCell   *lc;
+
+		todo = list_delete_first(todo);
+		if (list_member_oid(seen, rel))
+			continue;
+		seen = lappend_oid(seen, rel);
+		foreach(lc, catalog_flow_targets_of(rel))
+		{
+			if (lfirst_oid(lc) == d->source)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("flow \"%s\" would close a cycle of flows", d->flowname),
+						 errdetail("Its target \"%s\" is, through other flows, the source of \"%s\", which it reads.",
+								   d->spec->target, get_rel_name(lfirst_oid(lc))),
+						 errhint("A flow may not read, through other flows, what it writes: give it another target, or another source.")));
+			todo = lappend_oid(todo, lfirst_oid(lc));
+		}
+	}
+}
+
+/*
+ * Warn about a user publication FOR ALL TABLES: pgoutput forwards the
+ * writes of autocdc's hidden state to its subscribers, whatever their
+ * origin, and PostgreSQL 15 cannot keep those tables out of it.
+ */
+static void
+warn_all_tables_publications(void)
+{
+	uint64		i;
+
+	spi_exec("SELECT pubname FROM pg_catalog.pg_publication WHERE puballtables "
+			 "AND pubname OPERATOR(pg_catalog.<>) '" AUTOCDC_PUBLICATION "' ORDER BY pubname",
+			 SPI_OK_SELECT);
+	for (i = 0; i < SPI_processed; i++)
+		ereport(WARNING,
+				(errcode(ERRCODE_WARNING),
+				 errmsg("publication \"%s\" publishes all tables, also autocdc's hidden state",
+						SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1)),
+				 errdetail("Its subscribers receive every write autocdc makes to its tables in schema %s.",
+						   AUTOCDC_STATE_SCHEMA),
+				 errhint("Publish the tables meant for subscribers by name (CREATE PUBLICATION ... FOR TABLE ...).")));
+}
+
+/*
+ * Warn when a flow into a target other flows write too has truncates (or
+ * the others have): a truncate event deletes every key of the target,
+ * also the keys the other flows wrote.
+ */
+static void
+warn_shared_truncates(Definition *d)
+{
+	ListCell   *lc;
+	bool		truncates = d->trunc != NULL;
+	List	   *others;
+
+	if (!d->target_known)
+		return;
+	others = catalog_target_flows(d->tdef.id);
+	foreach(lc, others)
+	{
+		FlowDef    *f = catalog_load_flow(lfirst(lc), false, true);
+
+		if (f != NULL && f->truncates != NULL)
+			truncates = true;
+	}
+	if (truncates && others != NIL)
+		ereport(WARNING,
+				(errcode(ERRCODE_WARNING),
+				 errmsg("target \"%s\" is written by several flows, and a truncate event of one deletes every key of it",
+						d->spec->target),
+				 errdetail("Keys the other flows wrote are deleted too."),
+				 errhint("Give apply_as_truncates => 'false' to the flows whose truncates should not empty the target, or write one target per source.")));
+}
+
 /* Refuse a name another flow has (the hint in the caller's syntax). */
 static void
 check_new_name(const char *flowname, bool from_statement)
@@ -847,9 +938,15 @@ define_from(FlowSpec *spec)
 	def_target_name(&d);
 	level = set_safe_search_path();
 	check_new_name(d.flowname, spec->from_statement);
+	check_no_cycle(&d);
 	def_sequence_type(&d);
 	def_target(&d);
 	def_record_target(&d);
+	if (!d.reads_once)
+	{
+		warn_shared_truncates(&d);
+		warn_all_tables_publications();
+	}
 	catalog_insert_flow(def_flowdef(&d));
 	AtEOXact_GUC(true, level);
 	return d.flowname;

@@ -393,7 +393,8 @@ note_pending(PassFlow *pf)
  * is prepared, one decoding pass captures them all, and each is applied; a
  * failing flow is rolled back alone.  Stops decoding at a transaction
  * boundary past max_events or max_wal bytes (0: no limit); returns true if
- * WAL was left to decode.  sliced: the main lane's time slices.
+ * WAL was left to decode, or a flow wrote the source of a continuous flow
+ * (the next pass then starts at once).  sliced: the main lane's time slices.
  */
 bool
 pass_change_flows(List *names, const char *slot, int64 max_events, int64 max_wal,
@@ -403,6 +404,7 @@ pass_change_flows(List *names, const char *slot, int64 max_events, int64 max_wal
 	List	   *captures = NIL;
 	ListCell   *lc;
 	bool		more = false;
+	bool		wrote_source = false;
 	int			left;
 
 	foreach(lc, names)
@@ -440,14 +442,20 @@ pass_change_flows(List *names, const char *slot, int64 max_events, int64 max_wal
 		else if (!pf->capture.resync)
 		{
 			if (run_guarded(pf, pass_apply, sliced, false, left > 0 || more))
+			{
 				lag_note(pf->flow->id, &pf->capture.lag);
+				/* a chain: the worker does not wake itself with its commits */
+				if (pf->m.num_upserted + pf->m.num_deleted > 0 &&
+					catalog_is_continuous_source(pf->flow->target))
+					wrote_source = true;
+			}
 			else
 				note_pending(pf);
 		}
 		run_batch_owner_release(pf->owner);
 		pf->owner = NULL;
 	}
-	return more;
+	return more || wrote_source;
 }
 
 /* Run a continuous snapshot flow of the pass (it is due, and locked). */

@@ -35,6 +35,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 use AutocdcTest;
+use Time::HiRes qw(sleep);
 
 my $seed = length($ENV{AUTOCDC_PROPERTY_SEED} // '') ? $ENV{AUTOCDC_PROPERTY_SEED} : 42;
 my $streams = length($ENV{AUTOCDC_PROPERTY_STREAMS} // '') ? int($ENV{AUTOCDC_PROPERTY_STREAMS} / 5) + 1 : 10;
@@ -272,5 +273,53 @@ ok($node->poll_query_until('postgres', q{
 		  FROM acct_copy_hist}),
 	'chain: the history of the copy, from its change feed, ends where the copy is');
 is(sql(q{SELECT string_agg(DISTINCT state, ',') FROM autocdc.flows}), 'idle', 'worker: no flow in error');
+
+# a chain of three flows applies within a second of the upstream commit,
+# with a naptime of 30 s: the worker starts its next pass at once after a
+# pass that wrote the source of a continuous flow (a commit of another
+# session wakes it; its own do not).  In a database of its own, where
+# nothing else commits.
+sql(q{
+	ALTER SYSTEM SET autocdc.naptime = '30s';
+	SELECT pg_reload_conf();
+	CREATE DATABASE chain;});
+sub chain_sql { return $node->safe_psql('chain', $_[0]); }
+chain_sql(q{
+	CREATE EXTENSION autocdc;
+	CREATE TABLE c0 (id int PRIMARY KEY, v text);
+	SELECT autocdc.create_flow(target => 'c1', source => 'changes(c0)', keys => '{id}');
+	SELECT autocdc.create_flow(target => 'c2', source => 'changes(c1)', keys => '{id}');
+	SELECT autocdc.create_flow(target => 'c3', source => 'changes(c2)', keys => '{id}',
+		stored_as_scd_type => '2');});
+ok($node->poll_query_until('chain', q{
+		SELECT count(*) = 3 FROM autocdc.flows WHERE last_run_at IS NOT NULL AND state = 'idle'}),
+	'chain: the three flows made their first reads');
+sleep(2);
+my ($rc, $out, $err);
+my @lat;
+for my $i (1 .. 5)
+{
+	($rc, $out, $err) = $node->psql('chain', qq{
+		DO \$\$DECLARE t0 timestamptz;
+		BEGIN
+		  INSERT INTO c0 VALUES ($i, 'x');
+		  COMMIT;
+		  t0 := clock_timestamp();
+		  LOOP
+		    EXIT WHEN EXISTS (SELECT FROM c3 WHERE id = $i);
+		    IF clock_timestamp() - t0 > interval '60 s' THEN RAISE 'not visible after 60 s'; END IF;
+		    PERFORM pg_sleep(0.01);
+		  END LOOP;
+		  RAISE NOTICE 'latency %', round(extract(epoch FROM clock_timestamp() - t0)::numeric, 3);
+		END\$\$;});
+	push @lat, $err =~ /latency ([\d.]+)/ ? $1 : 999;
+	sleep(0.5);
+}
+my ($worst) = sort { $b <=> $a } @lat;
+note 'chain latencies: ' . join(' ', @lat);
+cmp_ok($worst, '<', 1, "chain: three flows apply within a second of the upstream commit (worst $worst s)");
+($rc, $out, $err) = $node->psql('chain',
+	q{SELECT autocdc.create_flow(target => 'c0', source => 'changes(c2)', keys => '{id}')});
+like($err, qr/flow "c0" would close a cycle of flows/, 'chain: a flow that would close a cycle is refused');
 
 done_testing();
