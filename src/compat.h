@@ -101,24 +101,28 @@ compat_GetXLogInsertEndRecPtr(void)
 #endif
 
 /*
- * Rows this backend inserted into relid in committed transactions whose
- * statistics it has not flushed to shared memory yet: its pending entry,
- * without the running transaction's counts (16 renamed the counters, and
- * its find_tabstat_entry() adds the running transaction's).
+ * Rows this backend inserted, updated or deleted in relid in committed
+ * transactions whose statistics it has not flushed to shared memory yet:
+ * its pending entry, without the running transaction's counts (16 renamed
+ * the counters, and its find_tabstat_entry() adds the running
+ * transaction's).
  */
 #include "pgstat.h"
 #include "miscadmin.h"
 #include "utils/pgstat_internal.h"
 static inline int64
-compat_unflushed_inserts(Oid relid)
+compat_unflushed_changes(Oid relid)
 {
 	PgStat_EntryRef *ref = pgstat_fetch_pending_entry(PGSTAT_KIND_RELATION, MyDatabaseId, relid);
 	PgStat_TableStatus *tab = ref ? (PgStat_TableStatus *) ref->pending : NULL;
 
+	if (tab == NULL)
+		return 0;
 #if PG_VERSION_NUM >= 160000
-	return tab ? tab->counts.tuples_inserted : 0;
+	return tab->counts.tuples_inserted + tab->counts.tuples_updated + tab->counts.tuples_deleted;
 #else
-	return tab ? tab->t_counts.t_tuples_inserted : 0;
+	return tab->t_counts.t_tuples_inserted + tab->t_counts.t_tuples_updated +
+		tab->t_counts.t_tuples_deleted;
 #endif
 }
 

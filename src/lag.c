@@ -84,12 +84,13 @@ lag_shmem_init(LWLock *lock)
 }
 
 /*
- * Rows inserted into a source so far, by the cumulative statistics (the
- * leaves of a partitioned one; the table itself otherwise, as feeds are read
- * without their inheritance children), with what this backend committed
- * and has not flushed yet.  Other backends' statistics reach shared memory
- * about a second after their commits, and count aborted inserts too: the
- * count tells that something may have been committed since, never what.
+ * Rows inserted, updated or deleted in a source so far, by the cumulative
+ * statistics (the leaves of a partitioned one; the table itself otherwise,
+ * as feeds are read without their inheritance children), with what this
+ * backend committed and has not flushed yet.  Other backends' statistics
+ * reach shared memory about a second after their commits, and count
+ * aborted changes too: the count tells that something may have been
+ * committed since, never what.
  */
 int64
 lag_source_changes(Oid relid)
@@ -107,9 +108,9 @@ lag_source_changes(Oid relid)
 		PgStat_StatTabEntry *tab = pgstat_fetch_stat_tabentry(lfirst_oid(lc));
 
 		if (tab != NULL)
-			n += tab->tuples_inserted;
-		/* this backend's own, not flushed yet: a run after an insert sees it */
-		n += compat_unflushed_inserts(lfirst_oid(lc));
+			n += tab->tuples_inserted + tab->tuples_updated + tab->tuples_deleted;
+		/* this backend's own, not flushed yet: a run after a change sees it */
+		n += compat_unflushed_changes(lfirst_oid(lc));
 	}
 	list_free(rels);
 	return n;

@@ -99,6 +99,8 @@ typedef struct DecodedRel
 	int		  **maps;			/* per flow: feed attno-1 -> decoded attno-1
 								 * (-1: none); NULL: the flow does not read
 								 * it */
+	bool	   *identity_ok;	/* per changes() flow: the table's replica
+								 * identity (as of the change) holds its keys */
 } DecodedRel;
 
 typedef struct SourceKind SourceKind;
@@ -684,6 +686,37 @@ decode_reset_rels(DecodeState *st)
 }
 
 /*
+ * Does the replica identity of the decoded table (as of the decoded
+ * transaction) hold every key column of a changes() flow?  Otherwise the
+ * WAL of its updates and deletes cannot name the old key.
+ */
+static bool
+identity_holds_keys(Relation rel, FeedCapture *fc)
+{
+	Bitmapset  *ident;
+	ListCell   *lc;
+
+	if (rel->rd_rel->relreplident == REPLICA_IDENTITY_FULL)
+		return true;
+	ident = RelationGetIdentityKeyBitmap(rel);
+	foreach(lc, fc->c->flow->keys)
+	{
+		AttrNumber	att = InvalidAttrNumber;
+		TupleDesc	desc = RelationGetDescr(rel);
+		int			j;
+
+		for (j = 0; j < desc->natts; j++)
+			if (!TupleDescAttr(desc, j)->attisdropped &&
+				strcmp(NameStr(TupleDescAttr(desc, j)->attname), lfirst(lc)) == 0)
+				att = TupleDescAttr(desc, j)->attnum;
+		if (att == InvalidAttrNumber ||
+			!bms_is_member(att - FirstLowInvalidHeapAttributeNumber, ident))
+			return false;
+	}
+	return true;
+}
+
+/*
  * How the decoded table rel (its columns as of the decoded transaction)
  * maps onto each flow's feed: the feed itself, or a partition of it, by
  * column name.  A column whose type changed stops that flow's capture: its
@@ -707,6 +740,7 @@ decode_rel(DecodeState *st, Relation rel)
 		return dr;
 	dr->wanted = false;
 	dr->maps = MemoryContextAllocZero(st->relcxt, sizeof(int *) * st->nfeeds);
+	dr->identity_ok = MemoryContextAllocZero(st->relcxt, sizeof(bool) * st->nfeeds);
 	if (rel->rd_rel->relispartition)
 		ancestors = get_partition_ancestors(relid);
 	foreach(fl, st->feeds)
@@ -751,6 +785,8 @@ decode_rel(DecodeState *st, Relation rel)
 			elog(ERROR, "batch of flow \"%s\" does not match its source", fc->c->flow->name);
 		dr->maps[k - 1] = map;
 		dr->wanted = true;
+		if (fc->c->flow->changes)
+			dr->identity_ok[k - 1] = identity_holds_keys(rel, fc);
 	}
 	list_free(ancestors);
 	return dr;
@@ -1103,6 +1139,18 @@ dispatch_change(DecodeState *st, Relation relation, ReorderBufferChangeType acti
 		if (fc->skip)
 		{
 			fc->c->m->num_skipped++;
+			continue;
+		}
+		if (fc->c->flow->changes && !dr->identity_ok[k - 1] &&
+			(action == REORDER_BUFFER_CHANGE_UPDATE || action == REORDER_BUFFER_CHANGE_DELETE))
+		{
+			capture_fail(fc, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+						 psprintf("flow \"%s\": %s of source \"%s\" at %X/%X cannot be told: the table's replica identity no longer holds the flow's keys",
+								  fc->c->flow->name,
+								  action == REORDER_BUFFER_CHANGE_UPDATE ? "an update" : "a delete",
+								  RelationGetRelationName(relation), LSN_FORMAT_ARGS(st->commit_lsn)),
+						 psprintf("Give the table back a replica identity that holds the keys (a primary key or REPLICA IDENTITY USING INDEX on them, or FULL), then run SELECT autocdc.full_refresh(%s): it reads the table again and keeps the history.",
+								  quote_literal_cstr(fc->c->flow->name)));
 			continue;
 		}
 		handler(&ch, fc, map);

@@ -272,7 +272,23 @@ ok($node->poll_query_until('postgres', q{
 		                   EXCEPT SELECT id, balance FROM acct_copy)
 		  FROM acct_copy_hist}),
 	'chain: the history of the copy, from its change feed, ends where the copy is');
-is(sql(q{SELECT string_agg(DISTINCT state, ',') FROM autocdc.flows}), 'idle', 'worker: no flow in error');
+is(sql(q{SELECT count(*) FROM autocdc.flows WHERE last_error IS NOT NULL OR state IN ('error', 'needs_resync')}),
+	'0', 'worker: no flow in error');
+
+# lag_time of a changes() flow counts updates and deletes, not only inserts
+sql(q{
+	SELECT autocdc.create_flow(target => 'acct_lag', source => 'changes(acct)', keys => '{id}',
+		continuous => false);
+	SELECT num_events FROM autocdc.run_flow('acct_lag');});
+is(sql(q{SELECT lag_time IS NULL FROM autocdc.flows WHERE name = 'acct_lag'}), 't',
+	'lag_time: none right after a run');
+sql('UPDATE acct SET balance = balance + 1 WHERE id = 2');
+ok($node->poll_query_until('postgres', q{
+		SELECT lag_time IS NOT NULL AND NOT lag_time_exact FROM autocdc.flows WHERE name = 'acct_lag'}),
+	'lag_time: an update not applied yet shows (as an estimate)');
+sql(q{SELECT num_events FROM autocdc.run_flow('acct_lag')});
+is(sql(q{SELECT lag_time IS NULL FROM autocdc.flows WHERE name = 'acct_lag'}), 't',
+	'lag_time: none once it is applied');
 
 # a chain of three flows applies within a second of the upstream commit,
 # with a naptime of 30 s: the worker starts its next pass at once after a
