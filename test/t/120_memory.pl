@@ -2,7 +2,8 @@
 # Memory bounds (README "Memory"): a run's peak private memory stays within
 # autocdc.work_mem + autocdc.decoding_work_mem + 64 MB whatever the size of
 # the transactions it applies, in run_flow and in the workers, for SCD 1 and
-# SCD 2, first reads included.
+# SCD 2, first reads included, and for changes() sources (a table's first
+# read, one UPDATE of every row, one DELETE of every row).
 #
 # A sampler process reads RssAnon from /proc/<pid>/status every 10 ms (VmHWM
 # would count the shared buffers the process touched) of the backend that
@@ -157,6 +158,34 @@ for my $scd (1, 2)
 	}
 	is(sql(qq{SELECT count(*) FROM rf_tgt$scd}), $from, "run_flow, SCD $scd: the target holds every key");
 }
+
+# changes(): the first read of a table, then one transaction that updates
+# every row, then one that deletes them all
+for my $scd (1, 2)
+{
+	my $t = "ch_tab$scd";
+	my $n = $sizes[1];    # (larger than both settings together)
+	sql(qq{CREATE TABLE $t (id int PRIMARY KEY, name text, city text, seq bigint)});
+	insert_rows($t, 0, $n);
+	sql(qq{SELECT autocdc.create_flow('ch_tgt$scd', 'changes($t)', '{id}',
+			stored_as_scd_type => '$scd', continuous => false, name => 'ch$scd')});
+	for my $step ('first read', 'update', 'delete')
+	{
+		sql(qq{UPDATE $t SET city = city || ' x'}) if $step eq 'update';
+		sql(qq{DELETE FROM $t}) if $step eq 'delete';
+		my $s = start_sampler($backend);
+		my $events = $session->query_safe("SELECT num_events FROM autocdc.run_flow('ch$scd')");
+		my $peak = stop_sampler($s);
+		is($events, $n, "run_flow, changes(), SCD $scd, $step of $n rows: every event applied");
+		cmp_ok($peak, '<=', $bound_kb,
+			"run_flow, changes(), SCD $scd, $step of $n rows: peak RssAnon $peak kB within $bound_kb kB");
+		diag("run_flow changes() SCD $scd $step of $n rows: peak RssAnon $peak kB");
+	}
+	is(sql(qq{SELECT count(*) FILTER (WHERE true) FROM ch_tgt$scd}), $scd == 1 ? 0 : 2 * $n,
+		"run_flow, changes(), SCD $scd: the target as the table's history says");
+	sql(qq{SELECT autocdc.drop_flow('ch$scd', drop_target => true)});
+}
+
 $session->quit;
 # (left behind by the workers' flows, they would pin the laggard slot's WAL)
 sql(q{SELECT autocdc.drop_flow('rf1'); SELECT autocdc.drop_flow('rf2')});
