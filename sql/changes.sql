@@ -77,6 +77,12 @@ SELECT (SELECT __start_at FROM c_hist WHERE id = 1 AND price = 10) =
 	   (SELECT __start_at FROM c_hist WHERE id = 4) AS key_change_one_time,
 	   (SELECT bool_and(__start_at <= now()) FROM c_hist) AS not_in_the_future;
 
+-- an update that changes nothing writes nothing to the target
+SELECT xmin AS x5 FROM c_copy WHERE id = 5 \gset
+UPDATE c_prod SET price = price WHERE id = 5;
+SELECT c_run('c_copy') AS events;
+SELECT xmin = :'x5' AS row_untouched FROM c_copy WHERE id = 5;
+
 -- TRUNCATE is one truncate event: every key goes (SCD 2: every version ends)
 TRUNCATE c_prod;
 INSERT INTO c_prod VALUES (7, 'lime', 70);

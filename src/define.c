@@ -25,6 +25,7 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
+#include "storage/bufmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -546,6 +547,20 @@ def_changes_keys(Definition *d)
 	}
 	if (ident != REPLICA_IDENTITY_FULL)
 	{
+		/* values out of line now: an update that keeps one will fail a run */
+		if (OidIsValid(rel->rd_rel->reltoastrelid))
+		{
+			Relation	toast = relation_open(rel->rd_rel->reltoastrelid, AccessShareLock);
+
+			if (RelationGetNumberOfBlocks(toast) > 0)
+				ereport(NOTICE,
+						(errmsg("source \"%s\" holds out-of-line values: an update that leaves one unchanged will fail the flow's run",
+								d->srcname),
+						 errdetail("PostgreSQL logs such a value only as a pointer into the TOAST table, which autocdc does not follow."),
+						 errhint("ALTER TABLE %s REPLICA IDENTITY FULL lets the WAL hold the whole old row.",
+								 qname)));
+			relation_close(toast, AccessShareLock);
+		}
 		if (OidIsValid(identindex))
 		{
 			Form_pg_index ix;
