@@ -174,6 +174,48 @@ SELECT c_run('c_ident_hist') AS events;
 SELECT autocdc.drop_flow('c_ident_hist', drop_target => true);
 DROP TABLE c_ident;
 
+-- apply_as_truncates => 'false': a TRUNCATE is then no event at all (not an
+-- upsert of NULLs), and the rest of its transaction applies
+CREATE TABLE c_tr (id int PRIMARY KEY, v text);
+INSERT INTO c_tr VALUES (1, 'a');
+SELECT autocdc.create_flow(target => 'c_tr_copy', source => 'changes(c_tr)', keys => '{id}',
+	apply_as_truncates => 'false', continuous => false);
+SELECT c_run('c_tr_copy') AS first_read;
+BEGIN;
+TRUNCATE c_tr;
+INSERT INTO c_tr VALUES (2, 'b');
+COMMIT;
+SELECT c_run('c_tr_copy') AS events;
+SELECT * FROM c_tr_copy ORDER BY id;
+SELECT autocdc.drop_flow('c_tr_copy', drop_target => true);
+DROP TABLE c_tr;
+
+-- an out-of-line value of a column the flow does not read is no obstacle
+CREATE TABLE c_wide_doc (id int PRIMARY KEY, name text, doc text);
+ALTER TABLE c_wide_doc ALTER doc SET STORAGE EXTERNAL;
+INSERT INTO c_wide_doc SELECT 1, 'a', string_agg(md5(g::text), '') FROM generate_series(1, 200) g;
+SELECT autocdc.create_flow(target => 'c_wide_doc_t', source => 'changes(c_wide_doc)', keys => '{id}',
+	column_list => '{id,name}', continuous => false);
+SELECT c_run('c_wide_doc_t') AS first_read;
+UPDATE c_wide_doc SET name = 'b' WHERE id = 1;
+SELECT c_run('c_wide_doc_t') AS events;
+SELECT * FROM c_wide_doc_t;
+SELECT autocdc.drop_flow('c_wide_doc_t', drop_target => true);
+DROP TABLE c_wide_doc;
+
+-- a refresh that keeps the history compares keys under the source's collation
+CREATE TABLE c_coll (code text COLLATE "POSIX" PRIMARY KEY, v text);
+CREATE TABLE c_coll_t (code text COLLATE "C" NOT NULL, v text);
+INSERT INTO c_coll VALUES ('a', '1'), ('b', '2');
+SELECT autocdc.create_flow(target => 'c_coll_t', source => 'changes(c_coll)', keys => '{code}',
+	continuous => false);
+SELECT c_run('c_coll_t') AS first_read;
+DELETE FROM c_coll WHERE code = 'b';
+SELECT num_events FROM autocdc.full_refresh('c_coll_t');
+SELECT * FROM c_coll_t ORDER BY code;
+SELECT autocdc.drop_flow('c_coll_t', drop_target => true);
+DROP TABLE c_coll;
+
 -- the checks at create_flow
 CREATE TABLE c_nokey (id int, v text);
 SELECT c_show($$SELECT autocdc.create_flow(target => 'c_x', source => 'changes(c_nokey)', keys => '{id}')$$);
@@ -200,6 +242,9 @@ SELECT autocdc.drop_flow('c_x', drop_target => true);
 -- sequences may read only the pseudo-columns
 SELECT c_show($$SELECT autocdc.create_flow(target => 'c_x', source => 'changes(c_prod)', keys => '{id}', sequence_by => 'price')$$);
 SELECT c_show($$SELECT autocdc.create_flow(target => 'c_x', source => 'changes(c_prod)', keys => '{id}', sequence_by => 'ROW(_commit_timestamp, id)')$$);
+-- whole rows and system columns are not expressions of a flow
+SELECT c_show($$SELECT autocdc.create_flow(target => 'c_x', source => 'changes(c_prod)', keys => '{id}', sequence_by => 'ROW(__autocdc_change)')$$);
+SELECT c_show($$SELECT autocdc.create_flow(target => 'c_x', source => 'changes(c_prod)', keys => '{id}', apply_as_deletes => 'xmin IS NULL')$$);
 -- a column with a pseudo-column's name
 CREATE TABLE c_clash (id int PRIMARY KEY, _change_type text);
 SELECT c_show($$SELECT autocdc.create_flow(target => 'c_x', source => 'changes(c_clash)', keys => '{id}')$$);

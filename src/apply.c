@@ -758,6 +758,10 @@ classify_sql(ApplyCtx *a)
 			appendStringInfo(&sql, " COLLATE %s", generate_collation_name(att->attcollation));
 	}
 	appendStringInfoChar(&sql, ')');
+	/* a changes() TRUNCATE that the flow does not apply as one is no event */
+	if (f->changes)
+		appendStringInfo(&sql, " WHERE s._change_type OPERATOR(pg_catalog.<>) 'truncate' OR (%s)",
+						 f->truncates ? f->truncates : "false");
 	return sql.data;
 }
 

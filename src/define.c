@@ -554,7 +554,7 @@ def_changes_keys(Definition *d)
 
 			if (RelationGetNumberOfBlocks(toast) > 0)
 				ereport(NOTICE,
-						(errmsg("source \"%s\" holds out-of-line values: an update that leaves one unchanged will fail the flow's run",
+						(errmsg("source \"%s\" holds out-of-line values: an update that leaves one unchanged in a column the flow reads will fail its run",
 								d->srcname),
 						 errdetail("PostgreSQL logs such a value only as a pointer into the TOAST table, which autocdc does not follow."),
 						 errhint("ALTER TABLE %s REPLICA IDENTITY FULL lets the WAL hold the whole old row.",
@@ -578,17 +578,17 @@ def_changes_keys(Definition *d)
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						 errmsg("key column \"%s\" of source \"%s\" is not part of its replica identity",
 								(char *) lfirst(lc), d->srcname),
-						 errdetail("%s PostgreSQL writes only the replica identity's columns of a deleted row to the WAL, so the flow could not tell which key was deleted.",
-								   ident == REPLICA_IDENTITY_NOTHING ? "The table's replica identity is NOTHING." :
+						 errdetail("%sPostgreSQL writes only the replica identity's columns of a deleted row to the WAL, so the flow could not tell which key was deleted.",
+								   ident == REPLICA_IDENTITY_NOTHING ? "The table's replica identity is NOTHING. " :
 								   !OidIsValid(identindex) ?
 								   (ident == REPLICA_IDENTITY_DEFAULT ?
-									"The table has no primary key that can serve as its replica identity (a deferrable one cannot)." :
-									"The table's replica identity index is gone.") : ""),
+									"The table has no primary key that can serve as its replica identity (a deferrable one cannot). " :
+									"The table's replica identity index is gone. ") : ""),
 						 errhint("Give the table a primary key (not deferrable) on the keys, or ALTER TABLE %s REPLICA IDENTITY USING INDEX on a unique index of the keys, or REPLICA IDENTITY FULL.",
 								 qname)));
 		}
 	}
-	relation_close(rel, AccessShareLock);
+	relation_close(rel, NoLock);
 }
 
 /* The expressions, checked against the source with the caller's search_path. */

@@ -12,6 +12,7 @@
  */
 #include "postgres.h"
 
+#include "access/sysattr.h"
 #include "nodes/nodeFuncs.h"
 #include "nodes/plannodes.h"
 #include "optimizer/optimizer.h"
@@ -56,6 +57,17 @@ expr_from_list(Oid source, bool pseudo, const char *alias)
 	if (alias)
 		srcname = psprintf("%s %s", srcname, alias);
 	return pseudo ? psprintf("%s, %s", srcname, pseudo_from_item()) : srcname;
+}
+
+/* Does an expression reference a whole row or a system column? */
+static bool
+whole_row_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var))
+		return ((Var *) node)->varattno <= 0;
+	return expression_tree_walker(node, whole_row_walker, context);
 }
 
 /*
@@ -132,10 +144,26 @@ expr_analyze(Oid source, bool pseudo, const char *expr, const char *what)
 				 errhint("Use a scalar expression over the columns of the source, without aggregates, subqueries or set-returning functions.")));
 	te = linitial_node(TargetEntry, q->targetList);
 	node = (Node *) te->expr;
+	if (whole_row_walker(node, NULL))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid %s expression \"%s\": it references a whole row or a system column",
+						what, expr),
+				 errhint("Name the columns the expression reads, e.g. ROW(a, b).")));
 	info->typid = exprType(node);
 	info->typmod = exprTypmod(node);
 	info->collation = exprCollation(node);
 	info->reads_source = bms_is_member(1, pull_varnos(NULL, node));
+	{
+		Bitmapset  *attnos = NULL;
+		int			k = -1;
+
+		pull_varattnos(node, 1, &attnos);
+		while ((k = bms_next_member(attnos, k)) >= 0)
+			info->source_columns = lappend(info->source_columns,
+										   get_attname(source, k + FirstLowInvalidHeapAttributeNumber,
+													   false));
+	}
 
 	if (IsA(node, RowExpr))
 	{

@@ -70,6 +70,7 @@
 #include "utils/rel.h"
 #include "utils/resowner.h"
 #include "utils/rls.h"
+#include "utils/ruleutils.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 #include "utils/typcache.h"
@@ -113,11 +114,17 @@ typedef struct FeedCapture
 	Relation	feed;
 	TupleDesc	feeddesc;
 	Snapshot	first;			/* first read: keep what this did not show */
+	XLogRecPtr	first_pos;		/* and the WAL position it was taken at */
+	XLogRecPtr	arrival_lsn;	/* the current transaction's arrival position:
+								 * its commit, or first_pos for one the first
+								 * read did not show that committed before it */
 	bool		evicted;		/* too big for this pass: keeps nothing */
 	bool		keep;			/* keep the current transaction's inserts */
 	bool		skip;			/* current transaction is skipped */
 	int64		ord;
 	int		   *keypos;			/* batch data positions of the keys */
+	bool	   *reads;			/* per batch data position: a column the flow
+								 * selects or its expressions read */
 	TimestampTz last_ts;		/* changes(): the last _commit_timestamp given */
 	TimestampTz txn_ts;			/* and the current transaction's, 0: none yet */
 } FeedCapture;
@@ -252,6 +259,7 @@ typedef struct SnapshotRead
 	int64		ord;
 	bool		pseudo;			/* a changes() source: fill the pseudo-columns */
 	const char *change_type;	/* their _change_type */
+	Datum		change_type_datum;	/* (as text, made once) */
 	TimestampTz ts;				/* and _commit_timestamp */
 } SnapshotRead;
 
@@ -272,7 +280,7 @@ snapshot_row(HeapTuple tup, TupleDesc desc, void *arg)
 	{
 		int			p = natts - PSEUDO_NCOLUMNS;
 
-		values[p + PSEUDO_CHANGE_TYPE] = CStringGetTextDatum(sr->change_type);
+		values[p + PSEUDO_CHANGE_TYPE] = sr->change_type_datum;
 		values[p + PSEUDO_COMMIT_LSN] = LSNGetDatum(sr->pos);
 		values[p + PSEUDO_COMMIT_TIMESTAMP] = TimestampTzGetDatum(sr->ts);
 		nulls[p + PSEUDO_CHANGE_TYPE] = nulls[p + PSEUDO_COMMIT_LSN] =
@@ -294,6 +302,8 @@ snapshot_read(FlowDef *flow, const char *sql, SnapshotRead *sr)
 	Oid			saved_uid;
 	int			saved_sec;
 
+	if (sr->pseudo)
+		sr->change_type_datum = CStringGetTextDatum(sr->change_type);
 	become_owner(flow->owner, &saved_uid, &saved_sec);
 	spi_foreach(sql, true, snapshot_row, NULL, sr);
 	restore_user(saved_uid, saved_sec);
@@ -310,10 +320,26 @@ source_read_missing(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 					XLogRecPtr pos, TimestampTz ts, int64 ord)
 {
 	StringInfoData sql;
+	StringInfoData tkeys;
 	SnapshotRead sr;
 	char	   *keys = quoted_list(flow->keys);
+	ListCell   *lc;
 	int			i;
 
+	/* the target's keys compared under the source's collations */
+	initStringInfo(&tkeys);
+	foreach(lc, flow->keys)
+	{
+		Oid			typid,
+					coll;
+		int32		typmod;
+
+		get_atttypetypmodcoll(flow->source, get_attnum(flow->source, lfirst(lc)),
+							  &typid, &typmod, &coll);
+		appendStringInfo(&tkeys, "%s%s", tkeys.len ? ", " : "", quote_identifier(lfirst(lc)));
+		if (OidIsValid(coll))
+			appendStringInfo(&tkeys, " COLLATE %s", generate_collation_name(coll));
+	}
 	initStringInfo(&sql);
 	appendStringInfoString(&sql, "SELECT ");
 	for (i = BATCH_DATA; i < batchdesc->natts; i++)
@@ -328,7 +354,7 @@ source_read_missing(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 			appendStringInfo(&sql, "NULL::%s", format_type_with_typemod(att->atttypid, att->atttypmod));
 	}
 	appendStringInfo(&sql, " FROM (SELECT %s FROM ONLY %s%s EXCEPT SELECT %s FROM ONLY %s) m",
-					 keys, qualified_relname(flow->target),
+					 tkeys.data, qualified_relname(flow->target),
 					 storage_kind(flow->scd)->current_rows,
 					 keys, qualified_relname(flow->source));
 	memset(&sr, 0, sizeof(sr));
@@ -711,8 +737,12 @@ identity_holds_keys(Relation rel, FeedCapture *fc)
 				att = TupleDescAttr(desc, j)->attnum;
 		if (att == InvalidAttrNumber ||
 			!bms_is_member(att - FirstLowInvalidHeapAttributeNumber, ident))
+		{
+			bms_free(ident);
 			return false;
+		}
 	}
+	bms_free(ident);
 	return true;
 }
 
@@ -813,6 +843,9 @@ capture_begin(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
 
 		fc->ord = 0;
 		fc->txn_ts = 0;
+		/* rows read under a snapshot arrive before every transaction it did not show */
+		fc->arrival_lsn = fc->first != NULL && txn->final_lsn < fc->first_pos ?
+			fc->first_pos : txn->final_lsn;
 		fc->keep = !fc->evicted &&
 			(!flow->has_progress || txn->final_lsn >= flow->progress) &&
 			(fc->first == NULL || !snapshot_showed(fc->first, txn->xid));
@@ -914,7 +947,7 @@ emit_event(DecodedChange *ch, FeedCapture *fc, int *map, Datum *dv, bool *dn,
 	bool	   *nulls = palloc(sizeof(bool) * bdesc->natts);
 	int			i;
 
-	values[BATCH_LSN] = LSNGetDatum(st->commit_lsn);
+	values[BATCH_LSN] = LSNGetDatum(fc->arrival_lsn);
 	values[BATCH_ORD] = Int64GetDatum(++fc->ord);
 	nulls[BATCH_LSN] = nulls[BATCH_ORD] = false;
 	for (i = 0; i < ndata; i++)
@@ -930,6 +963,13 @@ emit_event(DecodedChange *ch, FeedCapture *fc, int *map, Datum *dv, bool *dn,
 			!VARATT_IS_EXTERNAL_ONDISK(DatumGetPointer(old[h])))
 		{
 			values[BATCH_DATA + i] = old[h];	/* REPLICA IDENTITY FULL */
+			continue;
+		}
+		if (!fc->reads[i])
+		{
+			/* a column the flow never reads */
+			values[BATCH_DATA + i] = (Datum) 0;
+			nulls[BATCH_DATA + i] = true;
 			continue;
 		}
 		capture_fail(fc, pseudo ? ERRCODE_FEATURE_NOT_SUPPORTED : ERRCODE_INTERNAL_ERROR,
@@ -1138,7 +1178,9 @@ dispatch_change(DecodeState *st, Relation relation, ReorderBufferChangeType acti
 			continue;
 		if (fc->skip)
 		{
-			fc->c->m->num_skipped++;
+			/* (a feed's skipped updates and deletes were no events anyway) */
+			if (fc->c->flow->changes || action == REORDER_BUFFER_CHANGE_INSERT)
+				fc->c->m->num_skipped++;
 			continue;
 		}
 		if (fc->c->flow->changes && !dr->identity_ok[k - 1] &&
@@ -1239,6 +1281,38 @@ progress_served(FlowDef *flow)
 		 flow->progress >= MyReplicationSlot->data.confirmed_flush);
 }
 
+/*
+ * Which columns of the source (batch data positions, desc: the source as
+ * it is now) a changes() flow reads: those it selects and those its delete
+ * and truncate conditions use (its sequence reads only pseudo-columns).
+ * A feed reads them all (its rows never hold pointers into the TOAST
+ * table).  The run checked the expressions already (source_check).
+ */
+static bool *
+flow_reads(FlowDef *flow, TupleDesc desc)
+{
+	List	   *names = list_copy(flow->columns);
+	bool	   *reads = palloc0(sizeof(bool) * desc->natts);
+	int			i,
+				pos = 0;
+
+	if (flow->changes && flow->deletes)
+		names = list_concat(names, expr_analyze(flow->source, true, flow->deletes,
+												"apply_as_deletes")->source_columns);
+	if (flow->changes && flow->truncates)
+		names = list_concat(names, expr_analyze(flow->source, true, flow->truncates,
+												"apply_as_truncates")->source_columns);
+	for (i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (att->attisdropped)
+			continue;
+		reads[pos++] = !flow->changes || name_in_list(names, NameStr(att->attname));
+	}
+	return reads;
+}
+
 /* Open a flow's feed for a pass. */
 static FeedCapture *
 feed_capture_open(Capture *c)
@@ -1253,6 +1327,7 @@ feed_capture_open(Capture *c)
 	fc->feed = table_open(c->flow->source, AccessShareLock);
 	fc->feeddesc = RelationGetDescr(fc->feed);
 	fc->last_ts = c->flow->progress_ts;
+	fc->reads = flow_reads(c->flow, fc->feeddesc);
 	fc->keypos = palloc(sizeof(int) * list_length(c->flow->keys));
 	foreach(lc, c->flow->keys)
 	{
@@ -1359,13 +1434,13 @@ source_capture_flows(List *captures, const char *slot, int64 max_events,
 		else
 		{
 			Snapshot	snap = first_read_snapshot();
+			XLogRecPtr	pos = GetXLogInsertRecPtr();
 			TimestampTz taken = GetCurrentTimestamp();
 
 			PushActiveSnapshot(snap);
 			foreach(lc, st.feeds)
 			{
 				FeedCapture *fc = lfirst(lc);
-				XLogRecPtr	pos = GetXLogInsertRecPtr();
 				int64		ord;
 
 				if (fc->c->flow->has_progress)
@@ -1380,6 +1455,7 @@ source_capture_flows(List *captures, const char *slot, int64 max_events,
 				if (tuplestore_tuple_count(fc->c->batch) > 0)
 					fc->c->first_commit = GetCurrentTimestamp();
 				fc->first = snap;
+				fc->first_pos = pos;
 			}
 			PopActiveSnapshot();
 		}
