@@ -156,7 +156,7 @@ SELECT f.name,
 		   WHEN 'not decoded' THEN pg_catalog.now() - s.last_commit_at
 		   WHEN 'pending' THEN pg_catalog.now() - lg.pending_since
 		   WHEN 'cut' THEN pg_catalog.now() - coalesce(s.last_commit_at, lg.decoded_at)
-		   WHEN 'inserted since' THEN pg_catalog.now() - lg.decoded_at
+		   WHEN 'changed since' THEN pg_catalog.now() - lg.decoded_at
 	   END AS lag_time,
 	   lt.how IN ('pending', 'caught up') AS lag_time_exact,
 	   CASE WHEN f.kind = 'cdc' AND NOT f.once AND sl.slot_name IS NOT NULL
@@ -182,7 +182,7 @@ SELECT f.name,
 			THEN 'not decoded'
 		   WHEN lg.pending_since IS NOT NULL THEN 'pending'
 		   WHEN lg.cut THEN 'cut'
-		   WHEN autocdc_internal._source_changes(f.source) <> lg.changes THEN 'inserted since'
+		   WHEN autocdc_internal._source_changes(f.source) <> lg.changes THEN 'changed since'
 		   ELSE 'caught up'
 	   END AS how) lt
  WHERE pg_catalog.pg_has_role(CURRENT_USER, f.owner, 'USAGE')

@@ -72,6 +72,8 @@ typedef struct FlowDef
 	bool		discard_history;	/* full_refresh empties a changes() target */
 	bool		refresh_keep;	/* this run's first read refreshes a changes()
 								 * flow, keeping its target */
+	List	   *expr_columns;	/* source columns its delete and truncate
+								 * conditions read (set by source_check) */
 	int64		ignored_updates;	/* updates of its feed counted so far */
 	char	   *snapshot_version;	/* last applied version as text, or NULL */
 } FlowDef;

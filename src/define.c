@@ -532,18 +532,14 @@ def_changes_keys(Definition *d)
 	foreach(lc, d->keys)
 	{
 		ColInfo    *c = find_column(d->srccols, lfirst(lc));
-		int			i;
 
-		for (i = 0; i < desc->natts; i++)
-			if (!TupleDescAttr(desc, i)->attisdropped &&
-				strcmp(NameStr(TupleDescAttr(desc, i)->attname), c->name) == 0 &&
-				!TupleDescAttr(desc, i)->attnotnull)
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("key column \"%s\" of source \"%s\" may be NULL", c->name, d->srcname),
-						 errdetail("A changes() flow keys each row of the table by its keys, which must have a value."),
-						 errhint("ALTER TABLE %s ALTER COLUMN %s SET NOT NULL.", qname,
-								 quote_identifier(c->name))));
+		if (!TupleDescAttr(desc, get_attnum(d->source, c->name) - 1)->attnotnull)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("key column \"%s\" of source \"%s\" may be NULL", c->name, d->srcname),
+					 errdetail("A changes() flow keys each row of the table by its keys, which must have a value."),
+					 errhint("ALTER TABLE %s ALTER COLUMN %s SET NOT NULL.", qname,
+							 quote_identifier(c->name))));
 	}
 	if (ident != REPLICA_IDENTITY_FULL)
 	{

@@ -727,14 +727,9 @@ identity_holds_keys(Relation rel, FeedCapture *fc)
 	ident = RelationGetIdentityKeyBitmap(rel);
 	foreach(lc, fc->c->flow->keys)
 	{
-		AttrNumber	att = InvalidAttrNumber;
-		TupleDesc	desc = RelationGetDescr(rel);
-		int			j;
+		/* (the catalog as of the decoded transaction) */
+		AttrNumber	att = get_attnum(RelationGetRelid(rel), lfirst(lc));
 
-		for (j = 0; j < desc->natts; j++)
-			if (!TupleDescAttr(desc, j)->attisdropped &&
-				strcmp(NameStr(TupleDescAttr(desc, j)->attname), lfirst(lc)) == 0)
-				att = TupleDescAttr(desc, j)->attnum;
 		if (att == InvalidAttrNumber ||
 			!bms_is_member(att - FirstLowInvalidHeapAttributeNumber, ident))
 		{
@@ -1284,31 +1279,25 @@ progress_served(FlowDef *flow)
 /*
  * Which columns of the source (batch data positions, desc: the source as
  * it is now) a changes() flow reads: those it selects and those its delete
- * and truncate conditions use (its sequence reads only pseudo-columns).
- * A feed reads them all (its rows never hold pointers into the TOAST
- * table).  The run checked the expressions already (source_check).
+ * and truncate conditions use (source_check found them; its sequence reads
+ * only pseudo-columns).  A feed reads them all (its rows never hold
+ * pointers into the TOAST table).
  */
 static bool *
 flow_reads(FlowDef *flow, TupleDesc desc)
 {
-	List	   *names = list_copy(flow->columns);
 	bool	   *reads = palloc0(sizeof(bool) * desc->natts);
 	int			i,
 				pos = 0;
 
-	if (flow->changes && flow->deletes)
-		names = list_concat(names, expr_analyze(flow->source, true, flow->deletes,
-												"apply_as_deletes")->source_columns);
-	if (flow->changes && flow->truncates)
-		names = list_concat(names, expr_analyze(flow->source, true, flow->truncates,
-												"apply_as_truncates")->source_columns);
 	for (i = 0; i < desc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
 
 		if (att->attisdropped)
 			continue;
-		reads[pos++] = !flow->changes || name_in_list(names, NameStr(att->attname));
+		reads[pos++] = !flow->changes || name_in_list(flow->columns, NameStr(att->attname)) ||
+			name_in_list(flow->expr_columns, NameStr(att->attname));
 	}
 	return reads;
 }
@@ -1731,16 +1720,25 @@ source_check(FlowDef *flow)
 						flow->name, seqtext, format_type_be(e->typid), format_type_be(flow->seq_type)),
 				 errdetail("A column the sequence reads was retyped; casting it back would change the order of events."),
 				 errhint("Change the column back, or drop the flow and create it again.")));
-	if (flow->deletes &&
-		expr_analyze(flow->source, flow->changes, flow->deletes, "apply_as_deletes")->typid != BOOLOID)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("flow \"%s\": apply_as_deletes is no longer a boolean expression", flow->name),
-				 errhint("Change the column back, or drop the flow and create it again.")));
-	if (flow->truncates &&
-		expr_analyze(flow->source, flow->changes, flow->truncates, "apply_as_truncates")->typid != BOOLOID)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("flow \"%s\": apply_as_truncates is no longer a boolean expression", flow->name),
-				 errhint("Change the column back, or drop the flow and create it again.")));
+	flow->expr_columns = NIL;
+	if (flow->deletes)
+	{
+		e = expr_analyze(flow->source, flow->changes, flow->deletes, "apply_as_deletes");
+		if (e->typid != BOOLOID)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("flow \"%s\": apply_as_deletes is no longer a boolean expression", flow->name),
+					 errhint("Change the column back, or drop the flow and create it again.")));
+		flow->expr_columns = list_concat(flow->expr_columns, e->source_columns);
+	}
+	if (flow->truncates)
+	{
+		e = expr_analyze(flow->source, flow->changes, flow->truncates, "apply_as_truncates");
+		if (e->typid != BOOLOID)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("flow \"%s\": apply_as_truncates is no longer a boolean expression", flow->name),
+					 errhint("Change the column back, or drop the flow and create it again.")));
+		flow->expr_columns = list_concat(flow->expr_columns, e->source_columns);
+	}
 }
