@@ -281,6 +281,60 @@ SELECT num_events FROM autocdc.run_flow('c_stmt');
 SELECT id, name FROM c_stmt_t ORDER BY id;
 DO LANGUAGE autocdc $$ DROP FLOW c_stmt $$;
 
+-- pseudo-columns in column_list: target columns of their own, renamed with AS
+CREATE TABLE c_pc (id int PRIMARY KEY, v text);
+INSERT INTO c_pc VALUES (1, 'a'), (2, 'b');
+SELECT autocdc.create_flow(target => 'c_pc1', source => 'changes(c_pc)', keys => '{id}', continuous => false,
+	column_list => '{id, v, "_commit_timestamp AS changed_at", _change_type, "_commit_lsn as lsn"}');
+SELECT autocdc.create_flow(target => 'c_pc2', source => 'changes(c_pc)', keys => '{id}', continuous => false,
+	stored_as_scd_type => '2', column_list => '{id, v, "_commit_timestamp AS changed_at", "_change_type AS how"}',
+	track_history_except_column_list => '{how}');
+SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute
+ WHERE attrelid = 'c_pc1'::regclass AND attnum > 0 ORDER BY attnum;
+SELECT column_list, columns FROM autocdc.flow WHERE name = 'c_pc1';
+SELECT c_run('c_pc1'), c_run('c_pc2');
+UPDATE c_pc SET v = 'A' WHERE id = 1;
+DELETE FROM c_pc WHERE id = 2;
+INSERT INTO c_pc VALUES (3, 'c');
+SELECT c_run('c_pc1'), c_run('c_pc2');
+-- SCD 1: the last change's pseudo-columns; its commit time is the SCD 2 version's start
+SELECT c1.id, c1.v, c1._change_type, c1.changed_at = c2.__start_at AS changed_at_is_start
+  FROM c_pc1 c1 JOIN c_pc2 c2 ON c2.id = c1.id AND c2.__end_at IS NULL ORDER BY c1.id;
+SELECT (SELECT lsn FROM c_pc1 WHERE id = 1) < (SELECT lsn FROM c_pc1 WHERE id = 3) AS commit_order;
+SELECT id, v, how, changed_at = __start_at AS changed_at_is_start, __end_at IS NULL AS open
+  FROM c_pc2 ORDER BY id, __start_at;
+-- full_refresh reads only the rows that differ from the target (in the
+-- table's columns): an unchanged row keeps its last change's time and kind
+CREATE TEMP TABLE c_pc_before AS SELECT * FROM c_pc1;
+UPDATE c_pc SET v = 'AA' WHERE id = 1;
+SELECT num_events, num_upserted_rows FROM autocdc.full_refresh('c_pc1');
+SELECT p.id, p.v, p._change_type, p.changed_at = b.changed_at AS same_time, p.lsn = b.lsn AS same_lsn
+  FROM c_pc1 p JOIN c_pc_before b USING (id) ORDER BY id;
+SELECT num_events, num_upserted_rows FROM autocdc.full_refresh('c_pc2');
+SELECT id, v, how, __end_at IS NULL AS open FROM c_pc2 ORDER BY id, __start_at;
+-- a statement's COLUMNS may rename them too
+DO LANGUAGE autocdc $$
+CREATE FLOW c_pc3 AS AUTO CDC INTO c_pc3 FROM changes(c_pc) KEYS (id)
+	COLUMNS (id, _commit_timestamp AS "Changed At") STORED AS SCD TYPE 1
+$$;
+SELECT column_list FROM autocdc.flow WHERE name = 'c_pc3';
+SELECT c_run('c_pc3');
+SELECT id, "Changed At" IS NOT NULL AS has_time FROM c_pc3 ORDER BY id;
+-- refusals: renaming a table column, a name the table or autocdc has, a
+-- pseudo-column as key or in except_column_list, a feed's pseudo-column
+SELECT c_show($$SELECT autocdc.create_flow(target => 'c_x', source => 'changes(c_pc)', keys => '{id}', column_list => '{id, "v AS w"}')$$);
+SELECT c_show($$SELECT autocdc.create_flow(target => 'c_x', source => 'changes(c_pc)', keys => '{id}', column_list => '{id, "_change_type AS v"}')$$);
+SELECT c_show($$SELECT autocdc.create_flow(target => 'c_x', source => 'changes(c_pc)', keys => '{id}', stored_as_scd_type => '2', column_list => '{id, "_change_type AS __end_at"}')$$);
+SELECT c_show($$SELECT autocdc.create_flow(target => 'c_x', source => 'changes(c_pc)', keys => '{_commit_lsn}')$$);
+SELECT c_show($$SELECT autocdc.create_flow(target => 'c_x', source => 'changes(c_pc)', keys => '{id}', except_column_list => '{_commit_lsn}')$$);
+SELECT c_show($$SELECT autocdc.create_flow(target => 'c_x', source => 'changes(c_pc)', keys => '{id}', column_list => '{id, "_change_type AS x", "_commit_lsn AS x"}')$$);
+SELECT c_show($$SELECT autocdc.create_flow(target => 'c_x', source => 'changes(c_pc)', keys => '{id}', column_list => '{id, "_change_type AS"}')$$);
+SELECT c_show($$SELECT autocdc.create_flow(target => 'c_x', source => 'c_pc', keys => '{id}', sequence_by => 'id', column_list => '{id, _change_type}')$$);
+SELECT count(*) AS c_x_left FROM pg_class WHERE relname = 'c_x';
+SELECT autocdc.drop_flow(name, drop_target => true) FROM autocdc.flow
+ WHERE name IN ('c_pc1', 'c_pc2', 'c_pc3') ORDER BY name;
+DROP TABLE c_pc;
+
 SELECT autocdc.drop_flow(name, drop_target => true) FROM autocdc.flow
  WHERE name IN ('c_copy', 'c_hist', 'c_doc_copy', 'c_stmt_t') ORDER BY name;
 DROP TABLE c_prod, c_a, c_doc, c_nokey, c_defer, c_wide, c_clash, c_part, c_unlogged, c_stmt_t;

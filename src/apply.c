@@ -736,7 +736,13 @@ classify_sql(ApplyCtx *a)
 	for (i = 0; i < a->c.ndata; i++)
 	{
 		if (a->c.selected[i])
-			appendStringInfo(&sql, "s.%s, ", quote_identifier(a->c.dnames[i]));
+		{
+			const char *pseudo = f->changes ?
+				pseudo_source_of(f->col_include, f->col_from, a->c.dnames[i]) : NULL;
+
+			/* a column taken from a pseudo-column, or the source's */
+			appendStringInfo(&sql, "s.%s, ", quote_identifier(pseudo ? pseudo : a->c.dnames[i]));
+		}
 		else
 			appendStringInfo(&sql, "NULL::%s, ", format_type_be_qualified(a->c.dtypes[i]));
 	}

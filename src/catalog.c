@@ -389,7 +389,9 @@ flow_from_row(HeapTuple tup, TupleDesc desc)
 	f->truncates = flow_text(tup, desc, FC_TRUNCATES);
 	f->ignore_nulls = DatumGetBool(FLOW_GET(FC_IGNORE_NULLS, &isnull));
 	f->columns = array_to_names(FLOW_GET(FC_COLUMNS, &isnull));
-	f->col_include = flow_idents(tup, desc, FC_COLUMN_LIST, &f->has_include);
+	d = FLOW_GET(FC_COLUMN_LIST, &isnull);
+	f->has_include = !isnull;
+	f->col_include = isnull ? NIL : parse_column_array(DatumGetArrayTypeP(d), &f->col_from);
 	f->col_except = flow_idents(tup, desc, FC_EXCEPT_LIST, NULL);
 	d = FLOW_GET(FC_TRACK, &isnull);
 	f->track_all = isnull;
@@ -510,7 +512,7 @@ catalog_insert_flow(FlowDef *f)
 	arg_text(&a, f->deletes);	/* $10 */
 	arg_text(&a, f->truncates);
 	arg_names(&a, f->columns, false);
-	arg_idents(&a, f->col_include, !f->has_include);
+	arg_add(&a, TEXTARRAYOID, column_array(f->col_include, f->col_from), !f->has_include);
 	arg_idents(&a, f->col_except, f->col_except == NIL);
 	arg_text(&a, psprintf("%c", f->scd));	/* $15 */
 	arg_names(&a, f->track, f->track_all);

@@ -46,7 +46,9 @@ typedef struct FlowDef
 	bool		ignore_nulls;
 	List	   *columns;		/* selected source columns, source order */
 	bool		has_include;	/* a column_list was given */
-	List	   *col_include;	/* column_list */
+	List	   *col_include;	/* column_list: the target columns it names */
+	List	   *col_from;		/* and what each is taken from (the same
+								 * name, or a pseudo-column of changes()) */
 	List	   *col_except;		/* except_column_list */
 	bool		track_all;		/* SCD 2: every non-key column is tracked */
 	List	   *track;			/* otherwise the tracked columns (maybe none) */

@@ -57,11 +57,15 @@ typedef struct Definition
 	List	   *srccols;
 	/* columns */
 	List	   *keys;
-	List	   *collist;
+	List	   *collist;		/* column_list: target column names */
+	List	   *colfrom;		/* and what each is taken from */
+	List	   *tgtcols;		/* the source's columns and the target
+								 * columns taken from pseudo-columns */
 	List	   *exceptlist;
 	List	   *tracklist;
 	List	   *trackexcept;
 	List	   *selected;
+	List	   *readcols;		/* the selected columns of the source */
 	List	   *datacols;
 	bool		track_all;
 	List	   *track;
@@ -370,6 +374,48 @@ def_check_source(Definition *d)
 	}
 }
 
+/*
+ * The target columns a column_list takes from pseudo-columns of a changes()
+ * source ("_commit_timestamp AS changed_at"; without AS the target column
+ * has the pseudo-column's name): d->tgtcols is the source's columns and
+ * those.  Only pseudo-columns can be renamed.
+ */
+static void
+def_pseudo_columns(Definition *d)
+{
+	ListCell   *lc,
+			   *lf;
+
+	forboth(lc, d->collist, lf, d->colfrom)
+	{
+		const char *name = lfirst(lc);
+		const char *from = lfirst(lf);
+
+		if (d->changes && pseudo_column_index(from) >= 0)
+		{
+			if (find_column(d->srccols, name))
+				ereport(ERROR,
+						(errcode(ERRCODE_DUPLICATE_COLUMN),
+						 errmsg("target column \"%s\" taken from pseudo-column %s has the name of a column of source \"%s\"",
+								name, from, d->srcname),
+						 errhint("Give it another name: '%s AS another_name'.", from)));
+			if (storage_reserved_column(name))
+				ereport(ERROR,
+						(errcode(ERRCODE_DUPLICATE_COLUMN),
+						 errmsg("target column \"%s\" clashes with a column autocdc adds", name),
+						 errhint("Give it another name: '%s AS another_name'.", from)));
+		}
+		else if (strcmp(name, from) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("column_list cannot rename column \"%s\" of source \"%s\"", from, d->srcname),
+					 errdetail("Only the pseudo-columns of a changes() source (_change_type, _commit_lsn, _commit_timestamp) can be given another name."),
+					 errhint("The target's columns have the source's names; rename the column in the target's consumers, e.g. in a view.")));
+	}
+	d->tgtcols = list_concat(list_copy(d->srccols),
+							 d->changes ? pseudo_target_columns(d->collist, d->colfrom) : NIL);
+}
+
 /* Keys, the column selection and the tracked columns. */
 static void
 def_columns(Definition *d)
@@ -378,7 +424,7 @@ def_columns(Definition *d)
 	ListCell   *lc;
 
 	d->keys = parse_identifier_array(s->keys, "key");
-	d->collist = parse_identifier_array(s->column_list, "column");
+	d->collist = parse_column_array(s->column_list, &d->colfrom);
 	d->exceptlist = parse_identifier_array(s->except_column_list, "column");
 	d->tracklist = parse_identifier_array(s->track_list, "track history column");
 	d->trackexcept = parse_identifier_array(s->track_except_list, "track history column");
@@ -399,13 +445,18 @@ def_columns(Definition *d)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("history tracking lists are only allowed for SCD type 2 flows"),
 				 errhint("Add stored_as_scd_type => '2', or drop the tracking list.")));
-	foreach(lc, list_concat(list_concat(list_copy(d->keys), d->collist), d->exceptlist))
-		if (!find_column(d->srccols, lfirst(lc)))
+	def_pseudo_columns(d);
+	foreach(lc, list_concat(list_concat(list_copy(d->keys), d->colfrom), d->exceptlist))
+		if (!find_column(d->srccols, lfirst(lc)) &&
+			!(d->changes && pseudo_column_index(lfirst(lc)) >= 0 &&
+			  !name_in_list(d->keys, lfirst(lc)) && !name_in_list(d->exceptlist, lfirst(lc))))
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_COLUMN),
 					 errmsg("column \"%s\" does not exist in source \"%s\"",
-							(char *) lfirst(lc), d->srcname)));
-	foreach(lc, d->srccols)
+							(char *) lfirst(lc), d->srcname),
+					 pseudo_column_index(lfirst(lc)) >= 0 && !d->changes ?
+					 errhint("Pseudo-columns belong to changes() sources.") : 0));
+	foreach(lc, d->tgtcols)
 	{
 		ColInfo    *c = lfirst(lc);
 
@@ -419,6 +470,8 @@ def_columns(Definition *d)
 					 errmsg("source column \"%s\" clashes with a column autocdc adds", c->name),
 					 errhint("Leave it out with except_column_list.")));
 		d->selected = lappend(d->selected, c->name);
+		if (find_column(d->srccols, c->name))
+			d->readcols = lappend(d->readcols, c->name);
 		if (!name_in_list(d->keys, c->name))
 			d->datacols = lappend(d->datacols, c->name);
 	}
@@ -649,7 +702,7 @@ def_expressions(Definition *d)
 	/* the caller must be able to read what the flow reads */
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "SELECT %s, (%s)%s%s%s%s FROM %s LIMIT 0",
-					 quoted_list(d->selected), d->seq->normalized,
+					 quoted_list(d->readcols), d->seq->normalized,
 					 d->del ? ", " : "", d->del ? d->del->normalized : "",
 					 d->trunc ? ", " : "", d->trunc ? d->trunc->normalized : "",
 					 expr_from_list(d->source, d->changes, NULL));
@@ -835,7 +888,7 @@ def_target(Definition *d)
 
 	if (!OidIsValid(d->target))
 	{
-		d->target = storage_create_target(d->trv->schemaname, d->trv->relname, d->srccols,
+		d->target = storage_create_target(d->trv->schemaname, d->trv->relname, d->tgtcols,
 										  d->selected, d->kind, d->keys, d->seqtype);
 		return;
 	}
@@ -862,7 +915,7 @@ def_target(Definition *d)
 							d->flowname, name),
 					 errhint("Flows into one target must use the same keys, SCD type and sequence type.")));
 	}
-	storage_check_target(d->target, name, d->srccols, d->selected, d->kind, d->seqtype);
+	storage_check_target(d->target, name, d->tgtcols, d->selected, d->kind, d->seqtype);
 }
 
 /* The target's catalog row and hidden state, when it is new to autocdc. */
@@ -914,6 +967,7 @@ def_flowdef(Definition *d)
 	f->columns = d->selected;
 	f->has_include = d->spec->column_list != NULL;
 	f->col_include = d->collist;
+	f->col_from = d->colfrom;
 	f->col_except = d->exceptlist;
 	f->track_all = d->track_all;
 	f->track = d->track;

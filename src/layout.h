@@ -10,6 +10,8 @@
 #ifndef AUTOCDC_LAYOUT_H
 #define AUTOCDC_LAYOUT_H
 
+#include "nodes/pg_list.h"
+
 #define AUTOCDC_SCHEMA "autocdc"
 #define AUTOCDC_STATE_SCHEMA "autocdc_state"
 #define AUTOCDC_INTERNAL_SCHEMA "autocdc_internal"
@@ -57,6 +59,10 @@ typedef enum PseudoColumn
 } PseudoColumn;
 
 extern const StateColumnDef pseudo_columns[PSEUDO_NCOLUMNS];
+
+extern int	pseudo_column_index(const char *name);
+extern const char *pseudo_source_of(List *names, List *from, const char *col);
+extern List *pseudo_target_columns(List *names, List *from);
 
 /* the alias of the FROM item that gives expressions the pseudo-columns */
 #define PSEUDO_ALIAS "__autocdc_change"

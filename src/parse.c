@@ -323,19 +323,33 @@ parse_name(Parser *p, const char *what)
 	return tokens_text(p, from, p->pos);
 }
 
-/* ( col [, ...] ): a list of column names as source text. */
+/*
+ * ( col [, ...] ): a list of column names as source text; with renames an
+ * entry may be "col AS name" (a pseudo-column of changes() renamed).
+ */
 static List *
-parse_column_list(Parser *p)
+parse_column_list(Parser *p, bool renames)
 {
 	List	   *cols = NIL;
 
 	expect_char(p, '(', "\"(\" and a list of column names");
 	for (;;)
 	{
+		char	   *col;
+
 		if (!is_name_token(p, p->pos))
 			syntax_error(p, p->pos, "a column name");
-		cols = lappend(cols, tok_text(p, p->pos));
+		col = tok_text(p, p->pos);
 		p->pos++;
+		if (renames && is_word(p, p->pos, "as"))
+		{
+			p->pos++;
+			if (!is_name_token(p, p->pos))
+				syntax_error(p, p->pos, "a column name after AS");
+			col = psprintf("%s AS %s", col, tok_text(p, p->pos));
+			p->pos++;
+		}
+		cols = lappend(cols, col);
 		if (is_char(p, p->pos, ','))
 		{
 			p->pos++;
@@ -476,18 +490,21 @@ parse_expression(Parser *p, const char *after)
 	return buf.data;
 }
 
-/* COLUMNS / TRACK HISTORY ON selection: ( list ) or * EXCEPT ( list ). */
+/*
+ * COLUMNS / TRACK HISTORY ON selection: ( list ) or * EXCEPT ( list ); with
+ * renames a listed entry may be "col AS name".
+ */
 static void
-parse_selection(Parser *p, List **include, List **except)
+parse_selection(Parser *p, List **include, List **except, bool renames)
 {
 	if (is_char(p, p->pos, '*'))
 	{
 		p->pos++;
 		expect_word(p, "except", "EXCEPT after \"*\"");
-		*except = parse_column_list(p);
+		*except = parse_column_list(p, false);
 	}
 	else
-		*include = parse_column_list(p);
+		*include = parse_column_list(p, renames);
 }
 
 /* The clauses of CREATE FLOW ... AS AUTO CDC INTO t after FROM source. */
@@ -497,7 +514,7 @@ parse_flow_clauses(Parser *p, AutocdcStmt *s)
 	int			last = CL_NONE;
 
 	expect_word(p, "keys", "KEYS");
-	s->keys = parse_column_list(p);
+	s->keys = parse_column_list(p, false);
 	while (p->toks[p->pos].code != 0 && !is_char(p, p->pos, ';'))
 	{
 		int			cl = clause_at(p, p->pos);
@@ -551,7 +568,7 @@ parse_flow_clauses(Parser *p, AutocdcStmt *s)
 				break;
 			case CL_COLUMNS:
 				p->pos++;
-				parse_selection(p, &s->column_list, &s->except_column_list);
+				parse_selection(p, &s->column_list, &s->except_column_list, true);
 				s->has_column_list = s->column_list != NIL;
 				break;
 			case CL_STORED:
@@ -561,7 +578,7 @@ parse_flow_clauses(Parser *p, AutocdcStmt *s)
 			case CL_TRACK:
 				p->pos += 2;
 				expect_word(p, "on", "ON");
-				parse_selection(p, &s->track_list, &s->track_except_list);
+				parse_selection(p, &s->track_list, &s->track_except_list, false);
 				s->has_track_list = s->track_list != NIL;
 				break;
 		}
@@ -588,7 +605,7 @@ parse_flow_body(Parser *p, AutocdcStmt *s)
 		s->snapshot = true;
 		s->source = parse_name(p, "the snapshot relation");
 		expect_word(p, "keys", "KEYS");
-		s->keys = parse_column_list(p);
+		s->keys = parse_column_list(p, false);
 		if (is_word(p, p->pos, "stored") && is_word(p, p->pos + 1, "as"))
 		{
 			p->pos += 2;
@@ -599,7 +616,7 @@ parse_flow_body(Parser *p, AutocdcStmt *s)
 			p->pos++;
 			expect_word(p, "history", "HISTORY");
 			expect_word(p, "on", "ON");
-			parse_selection(p, &s->track_list, &s->track_except_list);
+			parse_selection(p, &s->track_list, &s->track_except_list, false);
 		}
 		return;
 	}

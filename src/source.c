@@ -369,6 +369,35 @@ source_read_missing(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 }
 
 /*
+ * A changes() flow refreshed with its target kept reads only the rows that
+ * differ from the target's current row of their key: in a selected column
+ * of the source (compared as text under "C", so that a value written
+ * differently is a change, as the apply sees it), or by having no such row.  Columns taken
+ * from pseudo-columns do not count: an unchanged row keeps the time and
+ * kind of its last change.
+ */
+static void
+append_refresh_filter(FlowDef *flow, StringInfo sql)
+{
+	ListCell   *lc;
+
+	appendStringInfo(sql, " WHERE NOT EXISTS (SELECT FROM (SELECT * FROM ONLY %s%s) t WHERE true",
+					 qualified_relname(flow->target), storage_kind(flow->scd)->current_rows);
+	foreach(lc, flow->columns)
+	{
+		const char *q = quote_identifier(lfirst(lc));
+
+		if (pseudo_source_of(flow->col_include, flow->col_from, lfirst(lc)))
+			continue;
+		appendStringInfo(sql, name_in_list(flow->keys, lfirst(lc)) ?
+						 " AND (t.%s::pg_catalog.text COLLATE pg_catalog.\"C\") OPERATOR(pg_catalog.=) s.%s::pg_catalog.text" :
+						 " AND (t.%s::pg_catalog.text COLLATE pg_catalog.\"C\") IS NOT DISTINCT FROM s.%s::pg_catalog.text",
+						 q, q);
+	}
+	appendStringInfoChar(sql, ')');
+}
+
+/*
  * Read the whole source under the active snapshot into the batch, every
  * row at arrival position (pos, i); a changes() source's rows are inserts
  * committed at pos and ts.  Returns the last order taken.  Runs as the
@@ -413,6 +442,8 @@ source_read_whole(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 	appendStringInfo(&sql, " FROM %s%s s",
 					 relkind == RELKIND_RELATION ? "ONLY " : "",
 					 qualified_relname(flow->source));
+	if (flow->refresh_keep)
+		append_refresh_filter(flow, &sql);
 	relation_close(rel, AccessShareLock);
 	sr.batch = batch;
 	sr.desc = batchdesc;

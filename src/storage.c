@@ -251,7 +251,9 @@ storage_check_owner(FlowDef *flow)
 void
 storage_sync_columns(FlowDef *flow, bool refresh)
 {
-	List	   *src = relation_columns(flow->source);
+	List	   *src = list_concat(relation_columns(flow->source),
+									  flow->changes ?
+									  pseudo_target_columns(flow->col_include, flow->col_from) : NIL);
 	List	   *tgt = relation_columns(flow->target);
 	char	   *tname = qualified_relname(flow->target);
 	char	   *sname = quote_qualified_identifier(AUTOCDC_STATE_SCHEMA,
@@ -270,7 +272,7 @@ storage_sync_columns(FlowDef *flow, bool refresh)
 			continue;
 		if (name_in_list(flow->col_except, c->name))
 			continue;
-		if (storage_reserved_column(c->name))
+		if (storage_reserved_column(c->name) || name_in_list(selection, c->name))
 			continue;
 		selection = lappend(selection, c->name);
 	}

@@ -19,6 +19,7 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
+#include "parser/scansup.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -169,9 +170,51 @@ parse_identifier(const char *text, const char *what)
 	return strVal(linitial(names));
 }
 
-/* Parse a text[] of identifiers into a list of names; NULL array gives NIL. */
-List *
-parse_identifier_array(ArrayType *arr, const char *what)
+/*
+ * Split one entry of a column list: "name", or with renames allowed
+ * "name AS alias" (each an SQL identifier, double-quoted or not).  Returns
+ * the name; *alias gets the alias, or NULL.
+ */
+static char *
+split_column_entry(const char *text, const char *what, bool renames, char **alias)
+{
+	const char *p = text;
+	const char *start;
+	bool		inquote = false;
+	char	   *first;
+
+	*alias = NULL;
+	while (scanner_isspace(*p))
+		p++;
+	start = p;
+	for (; *p && (inquote || !scanner_isspace(*p)); p++)
+		if (*p == '"')
+			inquote = !inquote;
+	first = pnstrdup(start, p - start);
+	while (scanner_isspace(*p))
+		p++;
+	if (*p == '\0')
+		return parse_identifier(first, what);
+	if (!renames || pg_strncasecmp(p, "as", 2) != 0 || !scanner_isspace(p[2]))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_NAME),
+				 errmsg("invalid %s name \"%s\"", what, text),
+				 renames ?
+				 errhint("Give a column name, or a pseudo-column of changes() and its target column's name as '_commit_timestamp AS changed_at'.") :
+				 errhint("Give a single %s name, double-quoted if it has upper-case letters.",
+						 what)));
+	*alias = parse_identifier(p + 3, what);
+	return parse_identifier(first, what);
+}
+
+/*
+ * The entries of a text[] list of names; a NULL array gives NIL.  With
+ * from (renames allowed: "name AS alias"), the result lists the names the
+ * entries give (aliases) and *from, in the same order, what each is taken
+ * from.  A name may appear once.
+ */
+static List *
+parse_names(ArrayType *arr, const char *what, List **from)
 {
 	Datum	   *elems;
 	bool	   *nulls;
@@ -179,6 +222,8 @@ parse_identifier_array(ArrayType *arr, const char *what)
 				i;
 	List	   *result = NIL;
 
+	if (from)
+		*from = NIL;
 	if (arr == NULL)
 		return NIL;
 	if (ARR_NDIM(arr) > 1)
@@ -190,22 +235,43 @@ parse_identifier_array(ArrayType *arr, const char *what)
 	for (i = 0; i < n; i++)
 	{
 		char	   *name;
-		ListCell   *lc;
+		char	   *alias;
 
 		if (nulls[i])
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					 errmsg("%s list must not contain null", what)));
-		name = parse_identifier(TextDatumGetCString(elems[i]), what);
-		foreach(lc, result)
-			if (strcmp(lfirst(lc), name) == 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_DUPLICATE_COLUMN),
-						 errmsg("column \"%s\" appears more than once in the %s list",
-								name, what)));
+		name = split_column_entry(TextDatumGetCString(elems[i]), what, from != NULL, &alias);
+		if (from)
+			*from = lappend(*from, name);
+		if (alias)
+			name = alias;
+		if (name_in_list(result, name))
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_COLUMN),
+					 errmsg("column \"%s\" appears more than once in the %s list",
+							name, what)));
 		result = lappend(result, name);
 	}
 	return result;
+}
+
+/* Parse a text[] of identifiers into a list of names; NULL array gives NIL. */
+List *
+parse_identifier_array(ArrayType *arr, const char *what)
+{
+	return parse_names(arr, what, NULL);
+}
+
+/*
+ * Parse a column_list, whose entries may rename ("_commit_timestamp AS
+ * changed_at"): returns the target's column names, and *from what each is
+ * taken from (the same name unless renamed).
+ */
+List *
+parse_column_array(ArrayType *arr, List **from)
+{
+	return parse_names(arr, "column", from);
 }
 
 /* Does a list of names contain name? */
@@ -401,5 +467,25 @@ quoted_text_array(List *names)
 
 	foreach(lc, names)
 		d[i++] = CStringGetTextDatum(quote_identifier(lfirst(lc)));
+	return PointerGetDatum(construct_array(d, i, TEXTOID, -1, false, TYPALIGN_INT));
+}
+
+/* A column_list as text[] (what parse_column_array reads back). */
+Datum
+column_array(List *names, List *from)
+{
+	Datum	   *d = palloc(sizeof(Datum) * (list_length(names) + 1));
+	int			i = 0;
+	ListCell   *lc,
+			   *lf;
+
+	forboth(lc, names, lf, from)
+	{
+		const char *q = quote_identifier(lfirst(lc));
+
+		if (strcmp(lfirst(lc), lfirst(lf)) != 0)
+			q = psprintf("%s AS %s", quote_identifier(lfirst(lf)), q);
+		d[i++] = CStringGetTextDatum(q);
+	}
 	return PointerGetDatum(construct_array(d, i, TEXTOID, -1, false, TYPALIGN_INT));
 }

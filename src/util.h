@@ -33,11 +33,13 @@ extern void spi_foreach(const char *sql, bool read_only, SpiRowFn row_fn,
 extern List *name_list_or_nil(const char *text);
 extern char *parse_identifier(const char *text, const char *what);
 extern List *parse_identifier_array(ArrayType *arr, const char *what);
+extern List *parse_column_array(ArrayType *arr, List **from);
 extern Oid	resolve_relation(const char *name, RangeVar **rv_out);
 extern bool name_in_list(List *names, const char *name);
 extern Datum names_to_array(List *names);
 extern List *array_to_names(Datum arr);
 extern Datum quoted_text_array(List *names);
+extern Datum column_array(List *names, List *from);
 extern char *quoted_list(List *names);
 extern char *qualified_relname(Oid relid);
 
