@@ -72,7 +72,7 @@ CREATE FUNCTION autocdc_internal._lock_class() RETURNS int
 
 -- failed runs whose error is still in shared memory (the view shows them at once)
 CREATE FUNCTION autocdc_internal._pending_errors(OUT flow_id int, OUT error text, OUT at timestamptz,
-	OUT detail text, OUT hint text, OUT sqlstate text, OUT lsn pg_lsn)
+	OUT detail text, OUT hint text, OUT sqlstate text, OUT lsn pg_lsn, OUT resync boolean)
 	RETURNS SETOF record
 	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'autocdc_pending_flow_errors';
 
@@ -94,6 +94,7 @@ ALTER TABLE autocdc.flow_run_log ADD COLUMN error_detail text,
 ALTER TABLE autocdc.flow ADD COLUMN source_kind text NOT NULL DEFAULT 'feed'
 	CHECK (source_kind IN ('feed', 'changes'));
 ALTER TABLE autocdc.flow_state ADD COLUMN progress_timestamp timestamptz;
+ALTER TABLE autocdc.flow_state ADD COLUMN resync_reason text;
 
 -- the database's slots (main and laggard) that can serve flows
 CREATE FUNCTION autocdc_internal._slots(OUT slot_name name, OUT confirmed_flush pg_lsn,
@@ -120,7 +121,7 @@ SELECT f.name,
 	   CASE
 		   WHEN f.paused THEN 'paused'
 		   WHEN s.progress IS NOT NULL AND NOT f.once
-			AND (sl.slot_name IS NULL OR s.progress < sl.confirmed_flush) THEN 'needs_resync'
+			AND (sl.slot_name IS NULL OR s.progress < sl.confirmed_flush OR pe.resync) THEN 'needs_resync'
 		   WHEN pe.error IS NOT NULL OR s.last_error IS NOT NULL THEN 'error'
 		   WHEN EXISTS (SELECT FROM pg_catalog.pg_locks k
 						 WHERE k.locktype = 'advisory' AND k.granted

@@ -129,7 +129,8 @@ CREATE TABLE autocdc.flow_state (
 	num_ignored_deletes bigint NOT NULL DEFAULT 0,	-- feeds: deleted rows (purges)
 	waiting_since timestamptz,	-- since when the worker finds a relation of the flow locked
 	laggard_since timestamptz,	-- since when the flow is served from the laggard slot
-	progress_timestamp timestamptz	-- changes(): _commit_timestamp of the last applied transaction
+	progress_timestamp timestamptz,	-- changes(): _commit_timestamp of the last applied transaction
+	resync_reason text			-- why the flow was taken off its slot (it needs a resync)
 );
 
 CREATE TABLE autocdc.flow_run_log (
@@ -330,7 +331,7 @@ CREATE FUNCTION autocdc_internal._lock_class() RETURNS int
 
 -- failed runs whose error is still in shared memory (the view shows them at once)
 CREATE FUNCTION autocdc_internal._pending_errors(OUT flow_id int, OUT error text, OUT at timestamptz,
-	OUT detail text, OUT hint text, OUT sqlstate text, OUT lsn pg_lsn)
+	OUT detail text, OUT hint text, OUT sqlstate text, OUT lsn pg_lsn, OUT resync boolean)
 	RETURNS SETOF record
 	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'autocdc_pending_flow_errors';
 
@@ -353,7 +354,7 @@ SELECT f.name,
 	   CASE
 		   WHEN f.paused THEN 'paused'
 		   WHEN s.progress IS NOT NULL AND NOT f.once
-			AND (sl.slot_name IS NULL OR s.progress < sl.confirmed_flush) THEN 'needs_resync'
+			AND (sl.slot_name IS NULL OR s.progress < sl.confirmed_flush OR pe.resync) THEN 'needs_resync'
 		   WHEN pe.error IS NOT NULL OR s.last_error IS NOT NULL THEN 'error'
 		   WHEN EXISTS (SELECT FROM pg_catalog.pg_locks k
 						 WHERE k.locktype = 'advisory' AND k.granted

@@ -288,6 +288,7 @@ typedef enum FlowColumn
 	FC_SNAPSHOT_VERSION,
 	FC_SOURCE_KIND,
 	FC_PROGRESS_TS,
+	FC_RESYNC_REASON,
 	FC_NCOLUMNS
 } FlowColumn;
 
@@ -332,6 +333,7 @@ static const char *const flow_columns[FC_NCOLUMNS] = {
 	[FC_SNAPSHOT_VERSION] = "f.snapshot_version",
 	[FC_SOURCE_KIND] = "f.source_kind",
 	[FC_PROGRESS_TS] = "s.progress_timestamp",
+	[FC_RESYNC_REASON] = "s.resync_reason",
 };
 
 /* Column c of the flow row being read (NULL: *isnull). */
@@ -407,6 +409,7 @@ flow_from_row(HeapTuple tup, TupleDesc desc)
 	f->has_progress = !isnull;
 	f->progress = isnull ? InvalidXLogRecPtr : DatumGetLSN(d);
 	f->slot_name = flow_text(tup, desc, FC_SLOT_NAME);
+	f->resync_reason = flow_text(tup, desc, FC_RESYNC_REASON);
 	f->once_done = DatumGetBool(FLOW_GET(FC_ONCE_DONE, &isnull));
 	d = FLOW_GET(FC_SKIP_UPTO, &isnull);
 	f->skip_upto = isnull ? InvalidXLogRecPtr : DatumGetLSN(d);
@@ -708,7 +711,7 @@ catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz started, bool lo
 			 "last_error_hint = NULL, last_error_sqlstate = NULL, last_error_lsn = NULL, "
 			 "retries = 0, retry_at = NULL, "
 			 "last_commit_at = coalesce($9, last_commit_at), slot_name = $10, skip_upto = $11, "
-			 "waiting_since = NULL "
+			 "waiting_since = NULL, resync_reason = NULL "
 			 "WHERE name OPERATOR(pg_catalog.=) $1",
 			 &a, SPI_OK_UPDATE);
 	if (log)
@@ -721,6 +724,8 @@ catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz started, bool lo
 /*
  * Write down a failed run of a flow (by id): a flow_runs row, the error in
  * flow_state, and the back-off of the next retry (1 s doubling to 256 s).
+ * A failure that needs a resync also takes the flow off its slot: it then
+ * shows needs_resync, pins nothing, and is left alone until full_refresh.
  */
 void
 catalog_record_failure(int32 flow_id, const FlowFailure *failure)
@@ -734,6 +739,7 @@ catalog_record_failure(int32 flow_id, const FlowFailure *failure)
 	arg_text(&a, failure->hint);
 	arg_text(&a, failure->sqlstate);
 	arg_lsn(&a, failure->lsn, XLogRecPtrIsInvalid(failure->lsn));
+	arg_bool(&a, failure->resync);
 	cat_exec("INSERT INTO autocdc.flow_run_log (flow, flow_id, started_at, finished_at, status, "
 			 "error, error_detail, error_hint, error_sqlstate, error_lsn) "
 			 "SELECT f.name, f.id, $3, $3, 'error', $2, $4, $5, $6, $7 FROM autocdc.flow f "
@@ -744,7 +750,10 @@ catalog_record_failure(int32 flow_id, const FlowFailure *failure)
 			 "last_error_lsn = $7, "
 			 "retries = s.retries OPERATOR(pg_catalog.+) 1, "
 			 "retry_at = $3 OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => "
-			 "pg_catalog.power(2, least(s.retries, 8))) "
+			 "pg_catalog.power(2, least(s.retries, 8))), "
+			 "slot_name = CASE WHEN $8 THEN NULL ELSE s.slot_name END, "
+			 "laggard_since = CASE WHEN $8 THEN NULL ELSE s.laggard_since END, "
+			 "resync_reason = CASE WHEN $8 THEN coalesce(s.resync_reason, $2) ELSE s.resync_reason END "
 			 "FROM autocdc.flow f WHERE f.id OPERATOR(pg_catalog.=) $1 "
 			 "AND s.name OPERATOR(pg_catalog.=) f.name",
 			 &a, SPI_OK_UPDATE);
@@ -1106,7 +1115,8 @@ catalog_expire_laggards(const char *lag, int max_age)
 
 	arg_text(&a, lag);
 	arg_int4(&a, max_age);
-	cat_exec("UPDATE autocdc.flow_state s SET slot_name = NULL, laggard_since = NULL "
+	cat_exec("UPDATE autocdc.flow_state s SET slot_name = NULL, laggard_since = NULL, "
+			 "resync_reason = 'it was served from the laggard slot longer than autocdc.max_lag_age' "
 			 "WHERE s.name OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT o.name FROM autocdc.flow_state o "
 			 "  WHERE o.slot_name OPERATOR(pg_catalog.=) $1 AND o.progress IS NOT NULL "
 			 "  AND o.laggard_since OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) "

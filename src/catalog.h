@@ -66,6 +66,7 @@ typedef struct FlowDef
 	TimestampTz progress_ts;	/* changes(): _commit_timestamp of the last
 								 * applied transaction, 0: none */
 	char	   *slot_name;		/* slot the progress belongs to */
+	char	   *resync_reason;	/* why it was taken off its slot, or NULL */
 	bool		once_done;
 	XLogRecPtr	skip_upto;		/* commits at or before it are skipped */
 	TimestampTz last_run_at;	/* 0: never */
@@ -113,6 +114,8 @@ typedef struct FlowFailure
 	const char *hint;			/* NULL: none */
 	char		sqlstate[6];
 	XLogRecPtr	lsn;			/* commit of the failing event, or invalid */
+	bool		resync;			/* the flow needs a resync: its progress
+								 * leaves its slot */
 	TimestampTz at;
 } FlowFailure;
 

@@ -50,6 +50,7 @@ typedef struct PendingError
 	TimestampTz at;
 	int			sqlerrcode;
 	XLogRecPtr	lsn;			/* commit of the failing event, or invalid */
+	bool		resync;			/* the flow needs a resync (full_refresh) */
 	char		message[PENDING_MSG_LEN];	/* cut at a character boundary */
 	char		detail[PENDING_NOTE_LEN];	/* "": none */
 	char		hint[PENDING_NOTE_LEN]; /* "": none */
@@ -75,6 +76,7 @@ static bool xact_callback_registered = false;
 
 /* the commit position of the event the running flow is failing on */
 static XLogRecPtr failing_lsn = InvalidXLogRecPtr;
+static bool failing_resync = false;
 
 /* Shared memory the ring needs. */
 Size
@@ -162,6 +164,17 @@ failures_note_lsn(XLogRecPtr lsn)
 	failing_lsn = lsn;
 }
 
+/*
+ * Note whether the error about to be raised means that the flow's source
+ * changes can no longer be told (it then needs a resync, and retrying is
+ * no use).  Taken by the next failures_record.
+ */
+void
+failures_note_resync(bool resync)
+{
+	failing_resync = resync;
+}
+
 /* Copy text into a fixed buffer, cut at a character boundary ("" for NULL). */
 static void
 copy_clipped(char *dst, const char *src, int size)
@@ -185,8 +198,10 @@ failures_record(int32 flow_id, ErrorData *edata)
 	TimestampTz oldest = DT_NOEND;
 	PendingError *e;
 	XLogRecPtr	lsn = failing_lsn;
+	bool		resync = failing_resync;
 
 	failing_lsn = InvalidXLogRecPtr;
+	failing_resync = false;
 	if (!shared || flow_id <= 0)
 		return;
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
@@ -211,6 +226,7 @@ failures_record(int32 flow_id, ErrorData *edata)
 	e->at = GetCurrentTimestamp();
 	e->sqlerrcode = edata->sqlerrcode;
 	e->lsn = lsn;
+	e->resync = resync;
 	copy_clipped(e->message, edata->message, PENDING_MSG_LEN);
 	copy_clipped(e->detail, edata->detail, PENDING_NOTE_LEN);
 	copy_clipped(e->hint, edata->hint, PENDING_NOTE_LEN);
@@ -228,6 +244,7 @@ failure_of(PendingError *e)
 	f.hint = e->hint[0] ? e->hint : NULL;
 	strlcpy(f.sqlstate, unpack_sql_state(e->sqlerrcode), sizeof(f.sqlstate));
 	f.lsn = e->lsn;
+	f.resync = e->resync;
 	f.at = e->at;
 	return f;
 }
@@ -330,8 +347,8 @@ autocdc_pending_flow_errors(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_connect failed");
 	for (i = 0; i < n; i++)
 	{
-		Datum		values[7];
-		bool		nulls[7] = {false, false, false, false, false, false, false};
+		Datum		values[8];
+		bool		nulls[8] = {false, false, false, false, false, false, false, false};
 
 		if (!see_all)
 		{
@@ -350,6 +367,7 @@ autocdc_pending_flow_errors(PG_FUNCTION_ARGS)
 		values[5] = CStringGetTextDatum(unpack_sql_state(copy[i].sqlerrcode));
 		values[6] = LSNGetDatum(copy[i].lsn);
 		nulls[6] = XLogRecPtrIsInvalid(copy[i].lsn);
+		values[7] = BoolGetDatum(copy[i].resync);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	if (!see_all && n > 0)

@@ -61,7 +61,10 @@ run_set_applying(const char *name)
 		pfree(applying_flow);
 	applying_flow = name ? MemoryContextStrdup(TopMemoryContext, name) : NULL;
 	if (name)
+	{
 		failures_note_lsn(InvalidXLogRecPtr);	/* a new run names no event yet */
+		failures_note_resync(false);
+	}
 	list_free(held_relations);	/* on error, their owner released them */
 	held_relations = NIL;
 }

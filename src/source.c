@@ -80,6 +80,7 @@
 #include "catalog.h"
 #include "compat.h"
 #include "expr.h"
+#include "failures.h"
 #include "kind.h"
 #include "layout.h"
 #include "settings.h"
@@ -955,6 +956,19 @@ capture_fail(FeedCapture *fc, int code, char *message, char *hint)
 }
 
 /*
+ * Stop capturing a flow at a change that cannot be told (the replica
+ * identity no longer names the row): the flow needs a resync.
+ */
+static void
+capture_untold(FeedCapture *fc, char *message, char *hint)
+{
+	if (fc->c->error != NULL)
+		return;
+	capture_fail(fc, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, message, hint);
+	fc->c->error_resync = true;
+}
+
+/*
  * Put one event into a flow's batch: the decoded row (decoded layout; NULL:
  * every column NULL) mapped onto the batch's columns, at the next position
  * of the transaction, and for a changes() source its pseudo-columns.  The
@@ -1126,8 +1140,8 @@ changes_delete(DecodedChange *ch, FeedCapture *fc, int *map)
 {
 	if (ch->oldtup == NULL)
 	{
-		capture_fail(fc, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-					 psprintf("flow \"%s\": the WAL of a delete from source \"%s\" at %X/%X does not name the deleted row",
+		capture_untold(fc,
+					   psprintf("flow \"%s\": the WAL of a delete from source \"%s\" at %X/%X does not name the deleted row",
 							  fc->c->flow->name, get_rel_name(fc->c->flow->source),
 							  LSN_FORMAT_ARGS(ch->st->commit_lsn)),
 					 psprintf("The table's replica identity no longer holds the flow's keys. Restore it (a primary key or REPLICA IDENTITY USING INDEX on the keys, or FULL), then run SELECT autocdc.full_refresh(%s).",
@@ -1212,8 +1226,8 @@ dispatch_change(DecodeState *st, Relation relation, ReorderBufferChangeType acti
 		if (fc->c->flow->changes && !dr->identity_ok[k - 1] &&
 			(action == REORDER_BUFFER_CHANGE_UPDATE || action == REORDER_BUFFER_CHANGE_DELETE))
 		{
-			capture_fail(fc, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-						 psprintf("flow \"%s\": %s of source \"%s\" at %X/%X cannot be told: the table's replica identity no longer holds the flow's keys",
+			capture_untold(fc,
+						   psprintf("flow \"%s\": %s of source \"%s\" at %X/%X cannot be told: the table's replica identity no longer holds the flow's keys",
 								  fc->c->flow->name,
 								  action == REORDER_BUFFER_CHANGE_UPDATE ? "an update" : "a delete",
 								  RelationGetRelationName(relation), LSN_FORMAT_ARGS(st->commit_lsn)),
@@ -1428,11 +1442,16 @@ source_capture_flows(List *captures, const char *slot, int64 max_events,
 			if (!progress_served(c->flow))
 			{
 				if (resync_error)
+				{
+					failures_note_resync(true);
 					ereport(ERROR,
 							(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 							 errmsg("flow \"%s\" needs a resync: its source position %X/%X is no longer available",
 									c->flow->name, LSN_FORMAT_ARGS(c->flow->progress)),
+							 c->flow->resync_reason ?
+							 errdetail("It was taken off its replication slot: %s.", c->flow->resync_reason) : 0,
 							 errhint("Run autocdc.full_refresh(%s).", quote_literal_cstr(c->flow->name))));
+				}
 				c->resync = true;
 				continue;
 			}
@@ -1649,6 +1668,7 @@ source_capture(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 void
 source_raise_capture_error(Capture *c)
 {
+	failures_note_resync(c->error && c->error_resync);
 	if (c->error && c->error_code != 0)
 		ereport(ERROR,
 				(errcode(c->error_code),

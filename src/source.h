@@ -29,6 +29,8 @@ typedef struct Capture
 	char	   *error;			/* out: why capture stopped for this flow */
 	int			error_code;		/* its SQLSTATE, 0: a retyped column */
 	char	   *error_hint;		/* and its hint, or NULL */
+	bool		error_resync;	/* a change that cannot be told: the flow
+								 * needs a resync */
 	TimestampTz first_commit;	/* out: commit time of the batch's first
 								 * transaction (a first read: its time), 0:
 								 * empty */

@@ -290,6 +290,39 @@ sql(q{SELECT num_events FROM autocdc.run_flow('acct_lag')});
 is(sql(q{SELECT lag_time IS NULL FROM autocdc.flows WHERE name = 'acct_lag'}), 't',
 	'lag_time: none once it is applied');
 
+# a change that cannot be told (the replica identity no longer holds the
+# keys) puts a continuous flow in needs_resync: off its slot (it pins
+# nothing), left alone by the worker (no retries), the other flows going on;
+# full_refresh brings it back with its history
+sql(q{
+	CREATE TABLE ident (id int PRIMARY KEY, v text);
+	INSERT INTO ident VALUES (1, 'a'), (2, 'b');
+	SELECT autocdc.create_flow(target => 'ident_hist', source => 'changes(ident)', keys => '{id}',
+		stored_as_scd_type => '2');});
+ok($node->poll_query_until('postgres', q{SELECT count(*) = 2 FROM ident_hist}),
+	'resync: the first read is applied');
+sql(q{ALTER TABLE ident REPLICA IDENTITY NOTHING; UPDATE ident SET v = 'a2' WHERE id = 1;});
+ok($node->poll_query_until('postgres', q{
+		SELECT f.state = 'needs_resync' AND s.slot_name IS NULL AND s.resync_reason LIKE '%cannot be told%'
+		  FROM autocdc.flows f JOIN autocdc.flow_state s USING (name) WHERE name = 'ident_hist'}),
+	'resync: an untold update takes the flow off its slot, needs_resync');
+my $failed = sql(q{SELECT count(*) FROM autocdc.flow_runs WHERE flow = 'ident_hist' AND status = 'error'});
+sql('UPDATE acct SET balance = balance + 100 WHERE id = 3');
+ok($node->poll_query_until('postgres', q{
+		SELECT balance >= 100 FROM acct_copy WHERE id = 3}),
+	'resync: the other flows go on');
+sleep(3);
+is(sql(q{SELECT count(*) FROM autocdc.flow_runs WHERE flow = 'ident_hist' AND status = 'error'}),
+	$failed, 'resync: the worker does not retry it');
+sql(q{ALTER TABLE ident REPLICA IDENTITY DEFAULT;
+	SELECT num_events FROM autocdc.full_refresh('ident_hist');});
+is(sql(q{SELECT CASE WHEN state IN ('idle', 'running') THEN 'ok' ELSE state END || ' ' || (SELECT string_agg(v, ',' ORDER BY id, __start_at) FROM ident_hist)
+		   FROM autocdc.flows WHERE name = 'ident_hist'}),
+	'ok a,a2,b', 'resync: full_refresh brings it back, the history kept');
+sql(q{UPDATE ident SET v = 'b2' WHERE id = 2});
+ok($node->poll_query_until('postgres', q{SELECT count(*) = 4 FROM ident_hist}),
+	'resync: the worker applies it again');
+
 # a chain of three flows applies within a second of the upstream commit,
 # with a naptime of 30 s: the worker starts its next pass at once after a
 # pass that wrote the source of a continuous flow (a commit of another
