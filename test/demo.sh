@@ -2,7 +2,8 @@
 # autocdc end to end: installs and builds (test/setup.sh), starts a throwaway
 # PostgreSQL 15 cluster as the postgres OS account, runs test/demo.sql (the
 # worked examples 1-7 of docs/semantics.md §8: change and snapshot flows, then
-# a continuous flow that the background worker applies while events arrive)
+# a continuous flow that the background worker applies while events arrive,
+# and the history of an ordinary table through changes())
 # and prints the events, the runs and the resulting target tables.  The
 # cluster is stopped and removed on exit.  Run as root on Debian 12:
 #     bash test/demo.sh

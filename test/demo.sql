@@ -1,6 +1,7 @@
 -- autocdc demo: the worked examples 1-7 of docs/semantics.md §8, end to end,
 -- then a continuous flow that the background worker applies while events
--- arrive.  Prints the events, what each run applied, and the targets.
+-- arrive, and changes() flows keeping a copy and the history of an ordinary
+-- table.  Prints the events, what each run applied, and the targets.
 -- Run by test/demo.sh on a throwaway cluster (psql, autocommit, ON_ERROR_STOP).
 -- Every statement below is its own transaction; in particular the first
 -- run_flow of the database (which creates autocdc's replication slot) must be.
@@ -205,6 +206,61 @@ SELECT num_events, num_upserted_rows, num_deleted_rows, status
   FROM autocdc.flow_runs WHERE flow = 'orders_current' ORDER BY id;
 
 \echo
+\echo '=== the history of any table: changes(customers), applied by the worker ==='
+\echo 'an ordinary table updated in place; no feed, no trigger: the flows read its changes from the WAL'
+CREATE TABLE customers (id int PRIMARY KEY, name text, tier text);
+INSERT INTO customers VALUES (1, 'Ann', 'gold'), (2, 'Bob', 'silver');
+SELECT autocdc.create_flow(target => 'customers_copy', source => 'changes(customers)', keys => '{id}',
+	column_list => '{id, name, tier, "_commit_timestamp AS changed_at"}') AS "SCD 1 copy";
+SELECT autocdc.create_flow(target => 'customers_history', source => 'changes(customers)', keys => '{id}',
+	stored_as_scd_type => '2') AS "SCD 2 history";
+-- the worker's first read of each flow: the rows the table holds then (at most 10 s)
+DO $$
+DECLARE
+	t0 timestamptz := clock_timestamp();
+BEGIN
+	WHILE (SELECT count(*) FROM customers_history) < 2 OR (SELECT count(*) FROM customers_copy) < 2 LOOP
+		IF clock_timestamp() - t0 > interval '10 s' THEN
+			RAISE EXCEPTION 'demo: the worker did not read the table within 10 s';
+		END IF;
+		PERFORM pg_sleep(0.02);
+	END LOOP;
+END $$;
+\echo 'the worker has read the table; now four transactions: an update, a delete, a new customer,'
+\echo 'and a key change (id 1 becomes 4)'
+UPDATE customers SET tier = 'platinum' WHERE id = 1;
+DELETE FROM customers WHERE id = 2;
+INSERT INTO customers VALUES (3, 'Cid', 'bronze');
+UPDATE customers SET id = 4 WHERE id = 1;
+SELECT clock_timestamp() AS last_commit \gset
+-- wait for the worker (at most 10 s)
+DO $$
+DECLARE
+	t0 timestamptz := clock_timestamp();
+BEGIN
+	LOOP
+		EXIT WHEN (SELECT count(*) FROM customers_history) = 5
+			  AND NOT EXISTS (SELECT id, name, tier FROM customers
+							  EXCEPT SELECT id, name, tier FROM customers_copy)
+			  AND (SELECT count(*) FROM customers_copy) = 2;
+		IF clock_timestamp() - t0 > interval '10 s' THEN
+			RAISE EXCEPTION 'demo: the worker did not apply the changes() flows within 10 s';
+		END IF;
+		PERFORM pg_sleep(0.02);
+	END LOOP;
+END $$;
+SELECT 'the worker had applied the four transactions at most '
+	   || round(extract(epoch FROM clock_timestamp() - :'last_commit'::timestamptz) * 1000)
+	   || ' ms after the last commit' AS worker;
+\echo '--- the copy (SCD 1): the table itself, with the time of each row''s last change'
+\echo '    expected: (3, Cid, bronze), (4, Ann, platinum)'
+SELECT id, name, tier, changed_at FROM customers_copy ORDER BY id;
+\echo '--- the history (SCD 2): every committed version, from its commit time to the next one''s'
+\echo '    expected: (1, Ann, gold, closed), (1, Ann, platinum, closed), (2, Bob, silver, closed),'
+\echo '              (3, Cid, bronze, open), (4, Ann, platinum, open)'
+SELECT id, name, tier, __start_at, __end_at FROM customers_history ORDER BY id, __start_at;
+
+\echo
 \echo '--- autocdc.flows: totals (the change flows over both steps, the snapshot flows over v1 and v2)'
 \echo '    expected (events, upserted, deleted): users_scd1 8, 5, 1; users_scd1_truncate 9, 5, 3;'
 \echo '                                          users_scd2 8, 9, 0; users_scd2_no_city 8, 6, 0; all idle'
@@ -238,6 +294,13 @@ CREATE TEMP TABLE expf (name, num_events, num_upserted_rows, num_deleted_rows) A
 	('users_scd2', 8, 9, 0), ('users_scd2_no_city', 8, 6, 0);
 CREATE TEMP TABLE exp8 (order_id, status, amount) AS VALUES
 	(1, 'shipped', 10::numeric), (3, 'new', 5::numeric);
+CREATE TEMP TABLE exp9 (id, name, tier, open) AS VALUES
+	(1, 'Ann', 'gold', false), (1, 'Ann', 'platinum', false), (2, 'Bob', 'silver', false),
+	(3, 'Cid', 'bronze', true), (4, 'Ann', 'platinum', true);
+CREATE TEMP VIEW history9 AS
+SELECT id, name, tier, __end_at IS NULL AS open FROM customers_history;
+CREATE TEMP TABLE exp10 (id, name, tier) AS VALUES (3, 'Cid', 'bronze'), (4, 'Ann', 'platinum');
+CREATE TEMP VIEW copy10 AS SELECT id, name, tier FROM customers_copy;
 -- (how the worker's passes split the continuous flow's events varies its row metrics)
 CREATE TEMP VIEW flow_metrics AS
 SELECT name, num_events, num_upserted_rows, num_deleted_rows FROM autocdc.flows
@@ -259,11 +322,19 @@ SELECT what, pg_temp.same_rows(expected::regclass, got::regclass) AS ok
 			   ('example 3', 'exp3', 'users_scd2'), ('example 4', 'exp4', 'users_scd2_no_city'),
 			   ('example 5', 'exp5', 'users_snap_scd2'), ('example 6', 'exp6', 'users_snap_scd1'),
 			   ('example 7', 'exp7', 'items_history'), ('continuous flow', 'exp8', 'orders_current'),
+			   ('changes() history', 'exp9', 'history9'), ('changes() copy', 'exp10', 'copy10'),
 			   ('flow metrics', 'expf', 'flow_metrics'))
 	   AS c(what, expected, got)
 UNION ALL
 SELECT 'flow states', NOT EXISTS (SELECT FROM autocdc.flows
 									WHERE state <> 'idle' AND NOT (continuous AND state = 'running'))
+UNION ALL
+SELECT 'changes(): each version ends where the next one of its row starts',
+	   NOT EXISTS (SELECT FROM customers_history h
+				    WHERE h.id = 1 AND h.__end_at IS NOT NULL
+					  AND NOT EXISTS (SELECT FROM customers_history n
+									   WHERE n.id = 1 AND n.__start_at = h.__end_at)
+					  AND h.__end_at <> (SELECT __start_at FROM customers_history WHERE id = 4))
 UNION ALL
 SELECT 'the worker applied the continuous flow',
 	   EXISTS (SELECT FROM autocdc.flow_runs WHERE flow = 'orders_current' AND status = 'ok')
@@ -278,4 +349,4 @@ BEGIN
 			(SELECT string_agg(what, ', ') FROM demo_check WHERE NOT ok);
 	END IF;
 END $$;
-\echo 'all examples match docs/semantics.md §8, and the worker applied the continuous flow'
+\echo 'all examples match docs/semantics.md §8, and the worker applied the continuous flows'
