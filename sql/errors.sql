@@ -270,6 +270,21 @@ SELECT * FROM autocdc.run_flow('e_ok_cols');
 SELECT * FROM e_ok_cols ORDER BY id;
 RESET ROLE;
 DO $$BEGIN PERFORM autocdc.drop_flow(name, true) FROM autocdc.flow WHERE name = 'e_ok_cols'; END$$;
+-- a feed's column named like a pseudo-column of changes() is an ordinary
+-- column: the owner losing SELECT on it stops the flow
+CREATE TABLE e_pseudo (id int, _commit_timestamp text, seq int);
+GRANT SELECT ON e_pseudo TO regress_e_alice;
+SET ROLE regress_e_alice;
+SELECT autocdc.create_flow('e_pseudo_t', 'e_pseudo', '{id}', 'seq', column_list => '{id,_commit_timestamp}',
+	continuous => false);
+RESET ROLE;
+REVOKE SELECT ON e_pseudo FROM regress_e_alice;
+GRANT SELECT (id, seq) ON e_pseudo TO regress_e_alice;
+SET ROLE regress_e_alice;
+SELECT e_try($$SELECT * FROM autocdc.run_flow('e_pseudo_t')$$) AS lost_select_on_feed_column;
+RESET ROLE;
+DO $$BEGIN PERFORM autocdc.drop_flow(name, true) FROM autocdc.flow WHERE name = 'e_pseudo_t'; END$$;
+DROP TABLE e_pseudo;
 -- alice's flow for the ownership cases below
 SET ROLE regress_e_alice;
 SELECT autocdc.create_flow('e_ok_alice', 'e_pub', '{id}', 'seq', continuous => false);

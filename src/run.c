@@ -141,7 +141,7 @@ check_read_privileges(FlowDef *flow)
 	initStringInfo(&sql);
 	appendStringInfoString(&sql, "SELECT ");
 	foreach(lc, flow->columns)
-		if (!pseudo_source_of(flow->col_include, flow->col_from, lfirst(lc)))
+		if (!flow->changes || !pseudo_source_of(flow->col_include, flow->col_from, lfirst(lc)))
 			appendStringInfo(&sql, "s.%s, ", quote_identifier(lfirst(lc)));
 	appendStringInfo(&sql, "(%s), (%s), (%s) FROM %s LIMIT 0",
 					 flow->sequence_by,
