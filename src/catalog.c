@@ -700,6 +700,8 @@ catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz started, bool lo
 	arg_add(&a, INT8OID, Int64GetDatum(m->num_ignored_updates), false);	/* $13 */
 	arg_add(&a, INT8OID, Int64GetDatum(m->num_ignored_deletes), false);
 	arg_add(&a, TIMESTAMPTZOID, TimestampTzGetDatum(flow->progress_ts), flow->progress_ts == 0);	/* $15 */
+	arg_bool(&a, flow->read_whole);
+	/* a resync marked meanwhile (catalog_mark_resync) lasts until a whole read */
 	cat_exec("UPDATE autocdc.flow_state SET progress = $2, once_done = $3, progress_timestamp = $15, "
 			 "num_events = num_events OPERATOR(pg_catalog.+) $4, "
 			 "num_ignored_updates = num_ignored_updates OPERATOR(pg_catalog.+) $13, "
@@ -710,8 +712,9 @@ catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz started, bool lo
 			 "last_run_at = $8, last_error = NULL, last_error_at = NULL, last_error_detail = NULL, "
 			 "last_error_hint = NULL, last_error_sqlstate = NULL, last_error_lsn = NULL, "
 			 "retries = 0, retry_at = NULL, "
-			 "last_commit_at = coalesce($9, last_commit_at), slot_name = $10, skip_upto = $11, "
-			 "waiting_since = NULL, resync_reason = NULL "
+			 "last_commit_at = coalesce($9, last_commit_at), skip_upto = $11, waiting_since = NULL, "
+			 "slot_name = CASE WHEN resync_reason IS NULL OR $16 THEN $10 END, "
+			 "resync_reason = CASE WHEN $16 THEN NULL ELSE resync_reason END "
 			 "WHERE name OPERATOR(pg_catalog.=) $1",
 			 &a, SPI_OK_UPDATE);
 	if (log)
@@ -1124,6 +1127,28 @@ catalog_expire_laggards(const char *lag, int max_age)
 			 "  FOR UPDATE SKIP LOCKED)) RETURNING s.name",
 			 &a, SPI_OK_UPDATE_RETURNING);
 	return result_strings();
+}
+
+/*
+ * Set the changes() flows whose source is one of relids to need a resync
+ * (a partition attached with rows, detached or dropped: their targets can
+ * no longer be told from the WAL), in the caller's transaction.  Flows
+ * without progress read their source whole anyway.  The first reason is
+ * kept.
+ */
+void
+catalog_mark_resync(List *relids, const char *reason)
+{
+	CatArgs		a = {0};
+
+	arg_oids(&a, relids);
+	arg_text(&a, reason);
+	cat_exec("UPDATE autocdc.flow_state s SET slot_name = NULL, laggard_since = NULL, "
+			 "resync_reason = coalesce(s.resync_reason, $2) "
+			 "FROM autocdc.flow f WHERE f.name OPERATOR(pg_catalog.=) s.name "
+			 "AND f.source_kind OPERATOR(pg_catalog.=) 'changes' AND s.progress IS NOT NULL "
+			 "AND f.source::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
+			 &a, SPI_OK_UPDATE);
 }
 
 /* Move every flow on slot from to slot to (all locked). */

@@ -75,6 +75,8 @@ typedef struct FlowDef
 	bool		discard_history;	/* full_refresh empties a changes() target */
 	bool		refresh_keep;	/* this run's first read refreshes a changes()
 								 * flow, keeping its target */
+	bool		read_whole;		/* this run read the source whole (a first
+								 * read or refresh): it ends a resync */
 	List	   *expr_columns;	/* source columns its delete and truncate
 								 * conditions read (set by source_check) */
 	int64		ignored_updates;	/* updates of its feed counted so far */
@@ -165,6 +167,7 @@ extern List *catalog_lock_movers(const char *from, bool to_laggard, int64 max_la
 extern bool catalog_lock_slot_flows(const char *slot);
 extern bool catalog_slot_has_flows(const char *slot);
 extern void catalog_move_flows(List *names, const char *to, bool to_laggard);
+extern void catalog_mark_resync(List *relids, const char *reason);
 extern List *catalog_expire_laggards(const char *lag, int max_age);
 extern void catalog_move_slot_flows(const char *from, const char *to);
 extern void catalog_mark_waiting(const char *name, bool waiting);

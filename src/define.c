@@ -346,11 +346,6 @@ def_check_source(Definition *d)
 	{
 		int			i;
 
-		if (get_rel_relkind(d->source) == RELKIND_PARTITIONED_TABLE)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("changes() of partitioned table \"%s\" is not supported yet", d->srcname),
-					 errhint("Follow each partition with a flow of its own, or keep a feed of the table's changes.")));
 		for (i = 0; i < PSEUDO_NCOLUMNS; i++)
 			if (find_column(d->srccols, pseudo_columns[i].name))
 				ereport(ERROR,
@@ -545,6 +540,75 @@ columns_among_keys(Oid relid, List *cols, List *keys)
 }
 
 /*
+ * A changes() flow's check of one table that holds the source's rows (the
+ * source, or a leaf partition of it): every key column in the replica
+ * identity PostgreSQL uses for it, and a NOTICE when it holds out-of-line
+ * values without REPLICA IDENTITY FULL.
+ */
+static void
+check_leaf_identity(Definition *d, Oid leaf)
+{
+	Relation	rel = relation_open(leaf, AccessShareLock);
+	char		ident = rel->rd_rel->relreplident;
+	Oid			identindex = RelationGetReplicaIndex(rel);
+	List	   *identcols = NIL;
+	ListCell   *lc;
+	char	   *qname = qualified_relname(leaf);
+	char	   *where = leaf == d->source ? psprintf("source \"%s\"", d->srcname) :
+		psprintf("partition \"%s\" of source \"%s\"", get_rel_name(leaf), d->srcname);
+
+	if (ident == REPLICA_IDENTITY_FULL)
+	{
+		relation_close(rel, NoLock);
+		return;
+	}
+	/* values out of line now: an update that keeps one will fail a run */
+	if (OidIsValid(rel->rd_rel->reltoastrelid))
+	{
+		Relation	toast = relation_open(rel->rd_rel->reltoastrelid, AccessShareLock);
+
+		if (RelationGetNumberOfBlocks(toast) > 0)
+			ereport(NOTICE,
+					(errmsg("%s holds out-of-line values: an update that leaves one unchanged in a column the flow reads will fail its run",
+							where),
+					 errdetail("PostgreSQL logs such a value only as a pointer into the TOAST table, which autocdc does not follow."),
+					 errhint("ALTER TABLE %s REPLICA IDENTITY FULL lets the WAL hold the whole old row.",
+							 qname)));
+		relation_close(toast, AccessShareLock);
+	}
+	if (OidIsValid(identindex))
+	{
+		Form_pg_index ix;
+		HeapTuple	tup;
+
+		identcols = index_columns(identindex, &ix, &tup);
+		ReleaseSysCache(tup);
+	}
+	foreach(lc, d->keys)
+	{
+		AttrNumber	att = get_attnum(leaf, lfirst(lc));
+
+		if (!list_member_int(identcols, att))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("key column \"%s\" of %s is not part of its replica identity",
+							(char *) lfirst(lc), where),
+					 errdetail("%sPostgreSQL writes only the replica identity's columns of a deleted row to the WAL, so the flow could not tell which key was deleted.",
+							   ident == REPLICA_IDENTITY_NOTHING ? "The table's replica identity is NOTHING. " :
+							   !OidIsValid(identindex) ?
+							   (ident == REPLICA_IDENTITY_DEFAULT ?
+								"The table has no primary key that can serve as its replica identity (a deferrable one cannot). " :
+								"The table's replica identity index is gone. ") : ""),
+					 leaf == d->source ?
+					 errhint("Give the table a primary key (not deferrable) on the keys, or ALTER TABLE %s REPLICA IDENTITY USING INDEX on a unique index of the keys, or REPLICA IDENTITY FULL.",
+							 qname) :
+					 errhint("Give the partition a primary key (not deferrable) on the keys, or ALTER TABLE %s REPLICA IDENTITY USING INDEX on a unique index of the keys, or REPLICA IDENTITY FULL (the parent's replica identity does not reach its partitions).",
+							 qname)));
+	}
+	relation_close(rel, NoLock);
+}
+
+/*
  * What a changes() source must offer for its keys: some unique, immediate,
  * non-partial index whose columns are all keys (so that a key names one
  * row), key columns that are NOT NULL, and a replica identity (the one
@@ -558,9 +622,6 @@ def_changes_keys(Definition *d)
 	TupleDesc	desc = RelationGetDescr(rel);
 	List	   *indexes = RelationGetIndexList(rel);
 	bool		unique = false;
-	char		ident = rel->rd_rel->relreplident;
-	Oid			identindex = RelationGetReplicaIndex(rel);
-	List	   *identcols = NIL;
 	ListCell   *lc;
 	char	   *qname = qualified_relname(d->source);
 
@@ -594,50 +655,15 @@ def_changes_keys(Definition *d)
 					 errhint("ALTER TABLE %s ALTER COLUMN %s SET NOT NULL.", qname,
 							 quote_identifier(c->name))));
 	}
-	if (ident != REPLICA_IDENTITY_FULL)
-	{
-		/* values out of line now: an update that keeps one will fail a run */
-		if (OidIsValid(rel->rd_rel->reltoastrelid))
-		{
-			Relation	toast = relation_open(rel->rd_rel->reltoastrelid, AccessShareLock);
-
-			if (RelationGetNumberOfBlocks(toast) > 0)
-				ereport(NOTICE,
-						(errmsg("source \"%s\" holds out-of-line values: an update that leaves one unchanged in a column the flow reads will fail its run",
-								d->srcname),
-						 errdetail("PostgreSQL logs such a value only as a pointer into the TOAST table, which autocdc does not follow."),
-						 errhint("ALTER TABLE %s REPLICA IDENTITY FULL lets the WAL hold the whole old row.",
-								 qname)));
-			relation_close(toast, AccessShareLock);
-		}
-		if (OidIsValid(identindex))
-		{
-			Form_pg_index ix;
-			HeapTuple	tup;
-
-			identcols = index_columns(identindex, &ix, &tup);
-			ReleaseSysCache(tup);
-		}
-		foreach(lc, d->keys)
-		{
-			AttrNumber	att = get_attnum(d->source, lfirst(lc));
-
-			if (!list_member_int(identcols, att))
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("key column \"%s\" of source \"%s\" is not part of its replica identity",
-								(char *) lfirst(lc), d->srcname),
-						 errdetail("%sPostgreSQL writes only the replica identity's columns of a deleted row to the WAL, so the flow could not tell which key was deleted.",
-								   ident == REPLICA_IDENTITY_NOTHING ? "The table's replica identity is NOTHING. " :
-								   !OidIsValid(identindex) ?
-								   (ident == REPLICA_IDENTITY_DEFAULT ?
-									"The table has no primary key that can serve as its replica identity (a deferrable one cannot). " :
-									"The table's replica identity index is gone. ") : ""),
-						 errhint("Give the table a primary key (not deferrable) on the keys, or ALTER TABLE %s REPLICA IDENTITY USING INDEX on a unique index of the keys, or REPLICA IDENTITY FULL.",
-								 qname)));
-		}
-	}
 	relation_close(rel, NoLock);
+
+	/* the replica identity of every leaf ("parent REPLICA IDENTITY" reaches none) */
+	if (get_rel_relkind(d->source) != RELKIND_PARTITIONED_TABLE)
+		check_leaf_identity(d, d->source);
+	else
+		foreach(lc, find_all_inheritors(d->source, AccessShareLock, NULL))
+			if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_RELATION)
+				check_leaf_identity(d, lfirst_oid(lc));
 }
 
 /* The expressions, checked against the source with the caller's search_path. */

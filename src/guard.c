@@ -18,7 +18,11 @@
  *	 - ALTER TABLE ... SET UNLOGGED of a change flow's source (or of one of
  *	   its partitions), ATTACH PARTITION of an unlogged table and CREATE
  *	   UNLOGGED TABLE ... PARTITION OF such a source are refused: inserts
- *	   into an unlogged table reach no WAL, so the flow would skip them.
+ *	   into an unlogged table reach no WAL, so the flow would skip them;
+ *	 - ATTACH PARTITION of a table holding rows, DETACH PARTITION and DROP
+ *	   TABLE of a partition change a partitioned table's rows with nothing
+ *	   in the WAL: its changes() flows are set to need a resync, in the
+ *	   statement's transaction.
  *
  * Nothing is done in a database without autocdc, or whose autocdc catalog
  * is at another version than the library.  Catalog SQL runs as autocdc
@@ -28,12 +32,16 @@
  */
 #include "postgres.h"
 
+#include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/partition.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_inherits.h"
 #include "commands/dbcommands.h"
+#include "executor/tuptable.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
@@ -43,6 +51,7 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 #include "catalog.h"
 #include "define.h"
@@ -154,6 +163,73 @@ guard_drop_owned(DropOwnedStmt *stmt)
 	CommandCounterIncrement();
 }
 
+/*
+ * The relations a guarded statement names, resolved under the caller's
+ * search_path before with_spi pins it (an unqualified name would resolve
+ * to nothing there): by the parse node that names each (a RangeVar, or a
+ * DROP's name list).
+ */
+typedef struct ResolvedName
+{
+	void	   *node;
+	Oid			relid;
+} ResolvedName;
+
+static List *resolved_names = NIL;
+
+/* Resolve one name (missing: InvalidOid). */
+static void
+resolve_name(void *node, RangeVar *rv)
+{
+	ResolvedName *r = palloc(sizeof(ResolvedName));
+
+	r->node = node;
+	r->relid = RangeVarGetRelid(rv, NoLock, true);
+	resolved_names = lappend(resolved_names, r);
+}
+
+/* Resolve the relations a guarded statement names. */
+static void
+resolve_statement(Node *stmt)
+{
+	ListCell   *lc;
+
+	resolved_names = NIL;
+	if (IsA(stmt, AlterTableStmt) && ((AlterTableStmt *) stmt)->relation)
+	{
+		resolve_name(((AlterTableStmt *) stmt)->relation, ((AlterTableStmt *) stmt)->relation);
+		foreach(lc, ((AlterTableStmt *) stmt)->cmds)
+		{
+			AlterTableCmd *cmd = lfirst(lc);
+
+			if (cmd->subtype == AT_AttachPartition || cmd->subtype == AT_DetachPartition)
+				resolve_name(((PartitionCmd *) cmd->def)->name, ((PartitionCmd *) cmd->def)->name);
+		}
+	}
+	else if (IsA(stmt, CreateStmt))
+	{
+		foreach(lc, ((CreateStmt *) stmt)->inhRelations)
+			resolve_name(lfirst(lc), lfirst(lc));
+	}
+	else if (IsA(stmt, DropStmt) && ((DropStmt *) stmt)->removeType == OBJECT_TABLE)
+	{
+		foreach(lc, ((DropStmt *) stmt)->objects)
+			resolve_name(lfirst(lc), makeRangeVarFromNameList(lfirst(lc)));
+	}
+}
+
+/* The relation resolve_statement found for a parse node. */
+static Oid
+resolved_relid(void *node)
+{
+	ListCell   *lc;
+
+	foreach(lc, resolved_names)
+		if (((ResolvedName *) lfirst(lc))->node == node)
+			return ((ResolvedName *) lfirst(lc))->relid;
+	return InvalidOid;
+}
+
 /* The change-flow sources among a relation and its partition ancestors. */
 static char *
 flows_reading(Oid relid)
@@ -178,7 +254,70 @@ refuse_unlogged(Oid relid, const char *what, const char *flows)
 			 errhint("Drop the flows first, or keep the table logged.")));
 }
 
-/* ALTER TABLE: SET UNLOGGED, ATTACH PARTITION of an unlogged table. */
+/* Does a table, or a leaf under it, hold a row (as this statement sees)? */
+static bool
+holds_rows(Oid relid)
+{
+	List	   *rels = find_all_inheritors(relid, AccessShareLock, NULL);
+	bool		pushed = !ActiveSnapshotSet();
+	bool		found = false;
+	ListCell   *lc;
+
+	if (pushed)
+		PushActiveSnapshot(GetTransactionSnapshot());
+	foreach(lc, rels)
+	{
+		Relation	rel;
+		TableScanDesc scan;
+		TupleTableSlot *slot;
+
+		if (found || get_rel_relkind(lfirst_oid(lc)) != RELKIND_RELATION)
+			continue;
+		rel = table_open(lfirst_oid(lc), AccessShareLock);
+		slot = table_slot_create(rel, NULL);
+		scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
+		found = table_scan_getnextslot(scan, ForwardScanDirection, slot);
+		table_endscan(scan);
+		ExecDropSingleTupleTableSlot(slot);
+		table_close(rel, NoLock);
+	}
+	if (pushed)
+		PopActiveSnapshot();
+	return found;
+}
+
+/*
+ * A partitioned table gains or loses rows without a change in the WAL:
+ * the changes() flows of parent (and of its ancestors) need a resync.
+ */
+static void
+resync_partitioned(Oid parent, const char *reason)
+{
+	catalog_mark_resync(lcons_oid(parent, get_partition_ancestors(parent)), reason);
+}
+
+/* DROP TABLE of a partition of a changes() source. */
+static void
+guard_drop(DropStmt *stmt)
+{
+	ListCell   *lc;
+
+	if (stmt->removeType != OBJECT_TABLE)
+		return;
+	foreach(lc, stmt->objects)
+	{
+		Oid			relid = resolved_relid(lfirst(lc));
+
+		if (OidIsValid(relid) && get_rel_relispartition(relid))
+			resync_partitioned(get_partition_parent(relid, true),
+							   psprintf("its partition \"%s\" was dropped", get_rel_name(relid)));
+	}
+}
+
+/*
+ * ALTER TABLE: SET UNLOGGED, ATTACH PARTITION of an unlogged table (refused);
+ * ATTACH PARTITION of a table holding rows and DETACH PARTITION (resync).
+ */
 static void
 guard_alter_table(AlterTableStmt *stmt)
 {
@@ -187,7 +326,7 @@ guard_alter_table(AlterTableStmt *stmt)
 
 	if (stmt->objtype != OBJECT_TABLE || stmt->relation == NULL)
 		return;
-	relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+	relid = resolved_relid(stmt->relation);
 	if (!OidIsValid(relid))
 		return;
 	foreach(lc, stmt->cmds)
@@ -200,11 +339,23 @@ guard_alter_table(AlterTableStmt *stmt)
 		else if (cmd->subtype == AT_AttachPartition)
 		{
 			PartitionCmd *pc = (PartitionCmd *) cmd->def;
-			Oid			part = RangeVarGetRelid(pc->name, NoLock, true);
+			Oid			part = resolved_relid(pc->name);
 
 			if (OidIsValid(part) && get_rel_persistence(part) == RELPERSISTENCE_UNLOGGED)
 				refuse_unlogged(part, psprintf("attach unlogged table \"%s\"", get_rel_name(part)),
 								flows_reading(relid));
+			if (OidIsValid(part) && holds_rows(part))
+				resync_partitioned(relid, psprintf("partition \"%s\" was attached holding rows",
+												   get_rel_name(part)));
+		}
+		else if (cmd->subtype == AT_DetachPartition)
+		{
+			PartitionCmd *pc = (PartitionCmd *) cmd->def;
+			Oid			part = resolved_relid(pc->name);
+
+			if (OidIsValid(part))
+				resync_partitioned(relid, psprintf("its partition \"%s\" was detached",
+												   get_rel_name(part)));
 		}
 	}
 }
@@ -219,7 +370,7 @@ guard_create_table(CreateStmt *stmt)
 		return;
 	foreach(lc, stmt->inhRelations)
 	{
-		Oid			parent = RangeVarGetRelid(lfirst(lc), NoLock, true);
+		Oid			parent = resolved_relid(lfirst(lc));
 
 		if (OidIsValid(parent))
 			refuse_unlogged(parent, psprintf("create unlogged partition \"%s\"", stmt->relation->relname),
@@ -245,11 +396,14 @@ guarded_statement(Node *stmt)
 				{
 					AlterTableType t = ((AlterTableCmd *) lfirst(lc))->subtype;
 
-					if (t == AT_SetUnLogged || t == AT_AttachPartition)
+					if (t == AT_SetUnLogged || t == AT_AttachPartition ||
+						t == AT_DetachPartition)
 						return true;
 				}
 				return false;
 			}
+		case T_DropStmt:
+			return ((DropStmt *) stmt)->removeType == OBJECT_TABLE;
 		case T_CreateStmt:
 			return ((CreateStmt *) stmt)->partbound != NULL &&
 				((CreateStmt *) stmt)->relation->relpersistence == RELPERSISTENCE_UNLOGGED;
@@ -289,6 +443,9 @@ before_statement(Node *stmt)
 		case T_CreateStmt:
 			guard_create_table((CreateStmt *) stmt);
 			break;
+		case T_DropStmt:
+			guard_drop((DropStmt *) stmt);
+			break;
 		default:
 			break;
 	}
@@ -313,7 +470,10 @@ guard_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 
 	registry_before_utility(stmt);
 	if (guarded)
+	{
+		resolve_statement(stmt);
 		with_spi(before_statement, stmt);
+	}
 	if (prev_ProcessUtility)
 		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
 							queryEnv, dest, qc);

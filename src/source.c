@@ -128,6 +128,9 @@ typedef struct FeedCapture
 								 * selects or its expressions read */
 	TimestampTz last_ts;		/* changes(): the last _commit_timestamp given */
 	TimestampTz txn_ts;			/* and the current transaction's, 0: none yet */
+	bool		partitioned;	/* changes() of a partitioned table */
+	int			trunc_leaves;	/* its leaves the current TRUNCATE lists */
+	int		   *trunc_map;		/* (the map of one of them) */
 } FeedCapture;
 
 /* State of one decoding pass, shared by the flows it serves. */
@@ -354,10 +357,11 @@ source_read_missing(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 		else
 			appendStringInfo(&sql, "NULL::%s", format_type_with_typemod(att->atttypid, att->atttypmod));
 	}
-	appendStringInfo(&sql, " FROM (SELECT %s FROM ONLY %s%s EXCEPT SELECT %s FROM ONLY %s) m",
+	appendStringInfo(&sql, " FROM (SELECT %s FROM ONLY %s%s EXCEPT SELECT %s FROM %s%s) m",
 					 tkeys.data, qualified_relname(flow->target),
-					 storage_kind(flow->scd)->current_rows,
-					 keys, qualified_relname(flow->source));
+					 storage_kind(flow->scd)->current_rows, keys,
+					 get_rel_relkind(flow->source) == RELKIND_RELATION ? "ONLY " : "",
+					 qualified_relname(flow->source));
 	memset(&sr, 0, sizeof(sr));
 	sr.batch = batch;
 	sr.desc = batchdesc;
@@ -895,6 +899,7 @@ capture_commit(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 typedef struct DecodedChange
 {
 	DecodeState *st;
+	Relation	rel;			/* the decoded table */
 	TupleDesc	desc;			/* the table's, as of the change */
 	HeapTuple	newtup;			/* NULL: none */
 	HeapTuple	oldtup;			/* NULL: none in the WAL */
@@ -1152,11 +1157,67 @@ changes_delete(DecodedChange *ch, FeedCapture *fc, int *map)
 	emit_event(ch, fc, map, ch->ovalues, ch->onulls, NULL, NULL, "delete");
 }
 
-/* changes(): a TRUNCATE is one truncate event, every table column NULL. */
+/*
+ * changes(): a TRUNCATE is one truncate event, every table column NULL.  A
+ * partitioned table's leaves are counted instead: capture_truncate makes
+ * the one event once it has seen them all.
+ */
 static void
 changes_truncate(DecodedChange *ch, FeedCapture *fc, int *map)
 {
+	if (fc->partitioned)
+	{
+		/* (the record lists the partitioned tables too) */
+		if (ch->rel->rd_rel->relkind == RELKIND_RELATION)
+			fc->trunc_leaves++;
+		fc->trunc_map = map;
+		return;
+	}
 	emit_event(ch, fc, map, NULL, NULL, NULL, NULL, "truncate");
+}
+
+/* The leaves of a partitioned table, as of the decoded transaction. */
+static int
+count_leaves(Oid relid)
+{
+	List	   *rels = find_all_inheritors(relid, NoLock, NULL);
+	ListCell   *lc;
+	int			n = 0;
+
+	foreach(lc, rels)
+		if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_RELATION)
+			n++;
+	list_free(rels);
+	return n;
+}
+
+/*
+ * After a TRUNCATE was dispatched: a changes() flow of a partitioned table
+ * whose every leaf it lists gets one truncate event; one that lists only
+ * some leaves cannot be told as events (the other leaves' rows stay), and
+ * the flow needs a resync.
+ */
+static void
+changes_truncate_partitioned(DecodeState *st, FeedCapture *fc, Relation rel)
+{
+	DecodedChange ch;
+	int			leaves = count_leaves(fc->c->flow->source);
+
+	if (fc->trunc_leaves == leaves)
+	{
+		memset(&ch, 0, sizeof(ch));
+		ch.st = st;
+		ch.rel = rel;
+		ch.desc = RelationGetDescr(rel);
+		emit_event(&ch, fc, fc->trunc_map, NULL, NULL, NULL, NULL, "truncate");
+		return;
+	}
+	capture_untold(fc,
+				   psprintf("flow \"%s\": a TRUNCATE at %X/%X emptied %d of the %d partitions of source \"%s\"",
+							fc->c->flow->name, LSN_FORMAT_ARGS(st->commit_lsn),
+							fc->trunc_leaves, leaves, get_rel_name(fc->c->flow->source)),
+				   psprintf("The rows of the other partitions stay, which no event can say. Run SELECT autocdc.full_refresh(%s): it reads the table again and keeps the history.",
+							quote_literal_cstr(fc->c->flow->name)));
 }
 
 static const SourceKind changes_source = {
@@ -1185,6 +1246,7 @@ dispatch_change(DecodeState *st, Relation relation, ReorderBufferChangeType acti
 		return;
 	memset(&ch, 0, sizeof(ch));
 	ch.st = st;
+	ch.rel = relation;
 	ch.desc = RelationGetDescr(relation);
 	ch.newtup = newtup;
 	ch.oldtup = oldtup;
@@ -1227,10 +1289,15 @@ dispatch_change(DecodeState *st, Relation relation, ReorderBufferChangeType acti
 			(action == REORDER_BUFFER_CHANGE_UPDATE || action == REORDER_BUFFER_CHANGE_DELETE))
 		{
 			capture_untold(fc,
-						   psprintf("flow \"%s\": %s of source \"%s\" at %X/%X cannot be told: the table's replica identity no longer holds the flow's keys",
+						   psprintf("flow \"%s\": %s of %s at %X/%X cannot be told: the table's replica identity no longer holds the flow's keys",
 								  fc->c->flow->name,
 								  action == REORDER_BUFFER_CHANGE_UPDATE ? "an update" : "a delete",
-								  RelationGetRelationName(relation), LSN_FORMAT_ARGS(st->commit_lsn)),
+								  RelationGetRelid(relation) == fc->c->flow->source ?
+								  psprintf("source \"%s\"", RelationGetRelationName(relation)) :
+								  psprintf("partition \"%s\" of source \"%s\"",
+										   RelationGetRelationName(relation),
+										   get_rel_name(fc->c->flow->source)),
+								  LSN_FORMAT_ARGS(st->commit_lsn)),
 						 psprintf("Give the table back a replica identity that holds the keys (a primary key or REPLICA IDENTITY USING INDEX on them, or FULL), then run SELECT autocdc.full_refresh(%s): it reads the table again and keeps the history.",
 								  quote_literal_cstr(fc->c->flow->name)));
 			continue;
@@ -1284,12 +1351,25 @@ capture_truncate(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 				 int nrelations, Relation relations[], ReorderBufferChange *change)
 {
 	DecodeState *st = ctx->output_writer_private;
+	ListCell   *lc;
 	int			i;
 
 	if (!st->any_keep)
 		return;
+	foreach(lc, st->feeds)
+	{
+		((FeedCapture *) lfirst(lc))->trunc_leaves = 0;
+		((FeedCapture *) lfirst(lc))->trunc_map = NULL;
+	}
 	for (i = 0; i < nrelations; i++)
 		dispatch_change(st, relations[i], REORDER_BUFFER_CHANGE_TRUNCATE, NULL, NULL);
+	foreach(lc, st->feeds)
+	{
+		FeedCapture *fc = lfirst(lc);
+
+		if (fc->partitioned && fc->trunc_map != NULL && fc->c->error == NULL)
+			changes_truncate_partitioned(st, fc, relations[0]);
+	}
 }
 
 /*
@@ -1360,6 +1440,8 @@ feed_capture_open(Capture *c)
 	fc->kind = c->flow->changes ? &changes_source : &feed_source;
 	fc->feed = table_open(c->flow->source, AccessShareLock);
 	fc->feeddesc = RelationGetDescr(fc->feed);
+	fc->partitioned = c->flow->changes &&
+		fc->feed->rd_rel->relkind == RELKIND_PARTITIONED_TABLE;
 	fc->last_ts = c->flow->progress_ts;
 	fc->reads = flow_reads(c->flow, fc->feeddesc);
 	fc->keypos = palloc(sizeof(int) * list_length(c->flow->keys));
@@ -1484,6 +1566,7 @@ source_capture_flows(List *captures, const char *slot, int64 max_events,
 
 				if (fc->c->flow->has_progress)
 					continue;
+				fc->c->flow->read_whole = true;
 				/* one transaction, stamped with the snapshot's time */
 				fc->last_ts = fc->last_ts != 0 && taken <= fc->last_ts ? fc->last_ts + 1 : taken;
 				ord = source_read_whole(fc->c->flow, fc->c->batch, fc->c->batchdesc,

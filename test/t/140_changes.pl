@@ -323,6 +323,46 @@ sql(q{UPDATE ident SET v = 'b2' WHERE id = 2});
 ok($node->poll_query_until('postgres', q{SELECT count(*) = 4 FROM ident_hist}),
 	'resync: the worker applies it again');
 
+# a partitioned table, applied by the worker: inserts into every leaf, moves
+# between leaves (delete + insert), a leaf attached later, a TRUNCATE of the
+# whole table (one truncate event); the copy ends equal to the table and the
+# history holds one closed version per row the TRUNCATE emptied
+sql(q{
+	CREATE TABLE pt (id int PRIMARY KEY, v int) PARTITION BY RANGE (id);
+	CREATE TABLE pt_1 PARTITION OF pt FOR VALUES FROM (0) TO (1000);
+	CREATE TABLE pt_2 PARTITION OF pt FOR VALUES FROM (1000) TO (2000);
+	INSERT INTO pt SELECT g, 0 FROM generate_series(1, 1999, 50) g;
+	SELECT autocdc.create_flow(target => 'pt_copy', source => 'changes(pt)', keys => '{id}');
+	SELECT autocdc.create_flow(target => 'pt_hist', source => 'changes(pt)', keys => '{id}',
+		stored_as_scd_type => '2');});
+ok($node->poll_query_until('postgres', q{SELECT count(*) = 40 FROM pt_hist}),
+	'partitioned: the first read is applied');
+for my $i (1 .. 20)
+{
+	my $id = 1 + 50 * int(rand(40));
+	sql(sprintf('UPDATE pt SET id = id + 1001, v = v + 1 WHERE id = %d AND id < 1000', $id));
+	sql(sprintf('UPDATE pt SET v = v + 1 WHERE id = %d', 1051 + 50 * int(rand(19))));
+}
+sql(q{CREATE TABLE pt_3 (LIKE pt INCLUDING ALL);
+	ALTER TABLE pt ATTACH PARTITION pt_3 FOR VALUES FROM (2000) TO (3000);
+	INSERT INTO pt VALUES (2001, 7), (2051, 8);});
+ok($node->poll_query_until('postgres', q{
+		SELECT NOT EXISTS (SELECT * FROM pt EXCEPT SELECT * FROM pt_copy)
+		   AND NOT EXISTS (SELECT * FROM pt_copy EXCEPT SELECT * FROM pt)
+		   AND NOT EXISTS (SELECT id, v FROM pt_hist WHERE __end_at IS NULL EXCEPT SELECT * FROM pt)
+		   AND (SELECT count(*) FROM pt_hist WHERE __end_at IS NULL) = (SELECT count(*) FROM pt)}),
+	'partitioned: moves and an attached empty leaf; the copy and the open versions are the table');
+my $open = sql(q{SELECT count(*) FROM pt_hist WHERE __end_at IS NULL});
+sql('TRUNCATE pt');
+ok($node->poll_query_until('postgres', q{
+		SELECT (SELECT count(*) FROM pt_copy) = 0 AND NOT EXISTS (SELECT FROM pt_hist WHERE __end_at IS NULL)}),
+	'partitioned: a TRUNCATE of the table empties the copy and closes every version');
+is(sql(q{SELECT count(DISTINCT __end_at) FROM pt_hist WHERE __end_at = (SELECT max(__end_at) FROM pt_hist)}) . ' '
+	 . sql(q{SELECT count(*) FROM pt_hist WHERE __end_at = (SELECT max(__end_at) FROM pt_hist)}),
+	"1 $open", 'partitioned: one truncate event ended the open versions at one time');
+is(sql(q{SELECT count(*) FROM autocdc.flows WHERE name IN ('pt_copy', 'pt_hist') AND state NOT IN ('idle', 'running')}),
+	'0', 'partitioned: no flow in error or needing a resync');
+
 # a chain of three flows applies within a second of the upstream commit,
 # with a naptime of 30 s: the worker starts its next pass at once after a
 # pass that wrote the source of a continuous flow (a commit of another
