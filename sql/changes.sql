@@ -401,6 +401,11 @@ SELECT p.id, p.v, p._change_type, p.changed_at = b.changed_at AS same_time, p.ls
   FROM c_pc1 p JOIN c_pc_before b USING (id) ORDER BY id;
 SELECT num_events, num_upserted_rows FROM autocdc.full_refresh('c_pc2');
 SELECT id, v, how, __end_at IS NULL AS open FROM c_pc2 ORDER BY id, __start_at;
+-- the table gaining a column with such a target column's name stops the flow
+ALTER TABLE c_pc ADD COLUMN changed_at text;
+SELECT c_show($$SELECT autocdc.run_flow('c_pc1')$$);
+ALTER TABLE c_pc DROP COLUMN changed_at;
+SELECT c_run('c_pc1');
 -- a statement's COLUMNS may rename them too
 DO LANGUAGE autocdc $$
 CREATE FLOW c_pc3 AS AUTO CDC INTO c_pc3 FROM changes(c_pc) KEYS (id)

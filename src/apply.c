@@ -1329,9 +1329,9 @@ fold_chunk_end(void *arg)
 }
 
 /*
- * Delete rows by ctid, with a tid[] parameter of at most DELETE_CHUNK
- * elements per statement (the array and the scan's sorted copy of it stay
- * small).
+ * Delete rows by ctid (a tid scan), with a tid[] parameter of at most
+ * DELETE_CHUNK elements per statement (the array and the scan's sorted copy
+ * of it stay small).
  */
 static void
 delete_tids(Oid relid, ItemPointerData *tids, int n)
@@ -1347,7 +1347,12 @@ delete_tids(Oid relid, ItemPointerData *tids, int n)
 	if (n == 0)
 		return;
 	sql = psprintf("DELETE FROM ONLY %s WHERE ctid OPERATOR(pg_catalog.=) ANY ($1)", qualified_relname(relid));
-	plan = SPI_prepare(sql, 1, &argtype);
+
+	/*
+	 * A generic plan: a custom one sees tens of thousands of tids and
+	 * prefers a sequential scan of the whole table to the tid scan.
+	 */
+	plan = SPI_prepare_cursor(sql, 1, &argtype, CURSOR_OPT_GENERIC_PLAN);
 	if (plan == NULL)
 		elog(ERROR, "could not prepare the deletion of rows of %s", qualified_relname(relid));
 	d = palloc(sizeof(Datum) * Min(n, DELETE_CHUNK));

@@ -729,6 +729,8 @@ catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz started, bool lo
  * flow_state, and the back-off of the next retry (1 s doubling to 256 s).
  * A failure that needs a resync also takes the flow off its slot: it then
  * shows needs_resync, pins nothing, and is left alone until full_refresh.
+ * A failure older than the flow's last good run (written down late, e.g.
+ * by another backend) only goes into the run log.
  */
 void
 catalog_record_failure(int32 flow_id, const FlowFailure *failure)
@@ -758,7 +760,8 @@ catalog_record_failure(int32 flow_id, const FlowFailure *failure)
 			 "laggard_since = CASE WHEN $8 THEN NULL ELSE s.laggard_since END, "
 			 "resync_reason = CASE WHEN $8 THEN coalesce(s.resync_reason, $2) ELSE s.resync_reason END "
 			 "FROM autocdc.flow f WHERE f.id OPERATOR(pg_catalog.=) $1 "
-			 "AND s.name OPERATOR(pg_catalog.=) f.name",
+			 "AND s.name OPERATOR(pg_catalog.=) f.name "
+			 "AND (s.last_run_at IS NULL OR s.last_run_at OPERATOR(pg_catalog.<) $3)",
 			 &a, SPI_OK_UPDATE);
 }
 
@@ -1119,7 +1122,7 @@ catalog_expire_laggards(const char *lag, int max_age)
 	arg_text(&a, lag);
 	arg_int4(&a, max_age);
 	cat_exec("UPDATE autocdc.flow_state s SET slot_name = NULL, laggard_since = NULL, "
-			 "resync_reason = 'it was served from the laggard slot longer than autocdc.max_lag_age' "
+			 "resync_reason = coalesce(s.resync_reason, 'it was served from the laggard slot longer than autocdc.max_lag_age') "
 			 "WHERE s.name OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT o.name FROM autocdc.flow_state o "
 			 "  WHERE o.slot_name OPERATOR(pg_catalog.=) $1 AND o.progress IS NOT NULL "
 			 "  AND o.laggard_since OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) "
@@ -1132,9 +1135,10 @@ catalog_expire_laggards(const char *lag, int max_age)
 /*
  * Set the changes() flows whose source is one of relids to need a resync
  * (a partition attached with rows, detached or dropped: their targets can
- * no longer be told from the WAL), in the caller's transaction.  Flows
- * without progress read their source whole anyway.  The first reason is
- * kept.
+ * no longer be told from the WAL), in the caller's transaction.  A flow
+ * whose first read is running is marked once it commits (the row lock
+ * waits for it); one without progress clears the mark by its first read.
+ * The first reason is kept.
  */
 void
 catalog_mark_resync(List *relids, const char *reason)
@@ -1146,7 +1150,7 @@ catalog_mark_resync(List *relids, const char *reason)
 	cat_exec("UPDATE autocdc.flow_state s SET slot_name = NULL, laggard_since = NULL, "
 			 "resync_reason = coalesce(s.resync_reason, $2) "
 			 "FROM autocdc.flow f WHERE f.name OPERATOR(pg_catalog.=) s.name "
-			 "AND f.source_kind OPERATOR(pg_catalog.=) 'changes' AND s.progress IS NOT NULL "
+			 "AND f.source_kind OPERATOR(pg_catalog.=) 'changes' "
 			 "AND f.source::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
 			 &a, SPI_OK_UPDATE);
 }

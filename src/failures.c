@@ -76,7 +76,7 @@ static bool xact_callback_registered = false;
 
 /* the commit position of the event the running flow is failing on */
 static XLogRecPtr failing_lsn = InvalidXLogRecPtr;
-static bool failing_resync = false;
+static int32 failing_resync = 0;
 
 /* Shared memory the ring needs. */
 Size
@@ -165,14 +165,16 @@ failures_note_lsn(XLogRecPtr lsn)
 }
 
 /*
- * Note whether the error about to be raised means that the flow's source
- * changes can no longer be told (it then needs a resync, and retrying is
- * no use).  Taken by the next failures_record.
+ * Note that the error about to be raised means that the source changes of
+ * the flow (by id; 0: none) can no longer be told: it then needs a resync,
+ * and retrying is no use.  Taken by the next failures_record, for that
+ * flow only (a run of several flows records its failure under the one it
+ * was asked for).
  */
 void
-failures_note_resync(bool resync)
+failures_note_resync(int32 flow_id)
 {
-	failing_resync = resync;
+	failing_resync = flow_id;
 }
 
 /* Copy text into a fixed buffer, cut at a character boundary ("" for NULL). */
@@ -198,10 +200,10 @@ failures_record(int32 flow_id, ErrorData *edata)
 	TimestampTz oldest = DT_NOEND;
 	PendingError *e;
 	XLogRecPtr	lsn = failing_lsn;
-	bool		resync = failing_resync;
+	bool		resync = failing_resync != 0 && failing_resync == flow_id;
 
 	failing_lsn = InvalidXLogRecPtr;
-	failing_resync = false;
+	failing_resync = 0;
 	if (!shared || flow_id <= 0)
 		return;
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);

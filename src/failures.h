@@ -15,7 +15,7 @@
 extern Size failures_shmem_size(void);
 extern void failures_shmem_init(LWLock *lock);
 extern void failures_note_lsn(XLogRecPtr lsn);
-extern void failures_note_resync(bool resync);
+extern void failures_note_resync(int32 flow_id);
 extern void failures_record(int32 flow_id, ErrorData *edata);
 extern void failures_persist(void);
 

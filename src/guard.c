@@ -254,17 +254,19 @@ refuse_unlogged(Oid relid, const char *what, const char *flows)
 			 errhint("Drop the flows first, or keep the table logged.")));
 }
 
-/* Does a table, or a leaf under it, hold a row (as this statement sees)? */
+/*
+ * Does a table, or a leaf under it, hold a row?  Under the latest snapshot:
+ * called after ATTACH PARTITION, which holds the table locked, so rows
+ * committed before it are all seen, whatever the isolation level.
+ */
 static bool
 holds_rows(Oid relid)
 {
 	List	   *rels = find_all_inheritors(relid, AccessShareLock, NULL);
-	bool		pushed = !ActiveSnapshotSet();
+	Snapshot	snap = RegisterSnapshot(GetLatestSnapshot());
 	bool		found = false;
 	ListCell   *lc;
 
-	if (pushed)
-		PushActiveSnapshot(GetTransactionSnapshot());
 	foreach(lc, rels)
 	{
 		Relation	rel;
@@ -275,14 +277,13 @@ holds_rows(Oid relid)
 			continue;
 		rel = table_open(lfirst_oid(lc), AccessShareLock);
 		slot = table_slot_create(rel, NULL);
-		scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
+		scan = table_beginscan(rel, snap, 0, NULL);
 		found = table_scan_getnextslot(scan, ForwardScanDirection, slot);
 		table_endscan(scan);
 		ExecDropSingleTupleTableSlot(slot);
 		table_close(rel, NoLock);
 	}
-	if (pushed)
-		PopActiveSnapshot();
+	UnregisterSnapshot(snap);
 	return found;
 }
 
@@ -344,9 +345,6 @@ guard_alter_table(AlterTableStmt *stmt)
 			if (OidIsValid(part) && get_rel_persistence(part) == RELPERSISTENCE_UNLOGGED)
 				refuse_unlogged(part, psprintf("attach unlogged table \"%s\"", get_rel_name(part)),
 								flows_reading(relid));
-			if (OidIsValid(part) && holds_rows(part))
-				resync_partitioned(relid, psprintf("partition \"%s\" was attached holding rows",
-												   get_rel_name(part)));
 		}
 		else if (cmd->subtype == AT_DetachPartition)
 		{
@@ -357,6 +355,34 @@ guard_alter_table(AlterTableStmt *stmt)
 				resync_partitioned(relid, psprintf("its partition \"%s\" was detached",
 												   get_rel_name(part)));
 		}
+	}
+}
+
+/*
+ * After ALTER TABLE ... ATTACH PARTITION (the statement checked the
+ * privileges and holds the table): a table attached holding rows adds them
+ * to its new parent with nothing in the WAL, so the parent's changes()
+ * flows need a resync.
+ */
+static void
+guard_after_alter_table(AlterTableStmt *stmt)
+{
+	ListCell   *lc;
+	Oid			relid = resolved_relid(stmt->relation);
+
+	if (!OidIsValid(relid))
+		return;
+	foreach(lc, stmt->cmds)
+	{
+		AlterTableCmd *cmd = lfirst(lc);
+		Oid			part;
+
+		if (cmd->subtype != AT_AttachPartition)
+			continue;
+		part = resolved_relid(((PartitionCmd *) cmd->def)->name);
+		if (OidIsValid(part) && flows_reading(relid)[0] != '\0' && holds_rows(part))
+			resync_partitioned(relid, psprintf("partition \"%s\" was attached holding rows",
+											   get_rel_name(part)));
 	}
 }
 
@@ -456,6 +482,8 @@ after_statement(Node *stmt)
 {
 	if (IsA(stmt, ReassignOwnedStmt))
 		guard_reassign_owned((ReassignOwnedStmt *) stmt);
+	else if (IsA(stmt, AlterTableStmt))
+		guard_after_alter_table((AlterTableStmt *) stmt);
 }
 
 /* ProcessUtility hook: keep flows consistent with roles and sources. */
@@ -467,11 +495,14 @@ guard_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 {
 	Node	   *stmt = pstmt->utilityStmt;
 	bool		guarded = guarded_statement(stmt) && guard_active();
+	List	   *outer = resolved_names;
+	List	   *mine = NIL;
 
 	registry_before_utility(stmt);
 	if (guarded)
 	{
 		resolve_statement(stmt);
+		mine = resolved_names;
 		with_spi(before_statement, stmt);
 	}
 	if (prev_ProcessUtility)
@@ -481,7 +512,11 @@ guard_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
 								queryEnv, dest, qc);
 	if (guarded)
+	{
+		resolved_names = mine;	/* (statements run meanwhile resolved theirs) */
 		with_spi(after_statement, stmt);
+	}
+	resolved_names = outer;
 }
 
 /* Install the hook (from _PG_init of the preloaded library). */

@@ -63,7 +63,7 @@ run_set_applying(const char *name)
 	if (name)
 	{
 		failures_note_lsn(InvalidXLogRecPtr);	/* a new run names no event yet */
-		failures_note_resync(false);
+		failures_note_resync(0);
 	}
 	list_free(held_relations);	/* on error, their owner released them */
 	held_relations = NIL;

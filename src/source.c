@@ -129,8 +129,8 @@ typedef struct FeedCapture
 	TimestampTz last_ts;		/* changes(): the last _commit_timestamp given */
 	TimestampTz txn_ts;			/* and the current transaction's, 0: none yet */
 	bool		partitioned;	/* changes() of a partitioned table */
-	int			trunc_leaves;	/* its leaves the current TRUNCATE lists */
-	int		   *trunc_map;		/* (the map of one of them) */
+	bool		truncated;		/* the current TRUNCATE lists some of it */
+	int			trunc_leaves;	/* and that many of its leaves */
 } FeedCapture;
 
 /* State of one decoding pass, shared by the flows it serves. */
@@ -975,7 +975,8 @@ capture_untold(FeedCapture *fc, char *message, char *hint)
 
 /*
  * Put one event into a flow's batch: the decoded row (decoded layout; NULL:
- * every column NULL) mapped onto the batch's columns, at the next position
+ * every column NULL, and map is not read) mapped onto the batch's columns
+ * by map, at the next position
  * of the transaction, and for a changes() source its pseudo-columns.  The
  * flow fails instead when a column holds a pointer into the TOAST table
  * that old (the WAL's old row, or NULL) cannot fill.
@@ -997,7 +998,7 @@ emit_event(DecodedChange *ch, FeedCapture *fc, int *map, Datum *dv, bool *dn,
 	nulls[BATCH_LSN] = nulls[BATCH_ORD] = false;
 	for (i = 0; i < ndata; i++)
 	{
-		int			h = map[i];
+		int			h = dv != NULL ? map[i] : -1;
 
 		values[BATCH_DATA + i] = (dv == NULL || h < 0) ? (Datum) 0 : dv[h];
 		nulls[BATCH_DATA + i] = (dv == NULL || h < 0) ? true : dn[h];
@@ -1170,7 +1171,7 @@ changes_truncate(DecodedChange *ch, FeedCapture *fc, int *map)
 		/* (the record lists the partitioned tables too) */
 		if (ch->rel->rd_rel->relkind == RELKIND_RELATION)
 			fc->trunc_leaves++;
-		fc->trunc_map = map;
+		fc->truncated = true;
 		return;
 	}
 	emit_event(ch, fc, map, NULL, NULL, NULL, NULL, "truncate");
@@ -1209,7 +1210,7 @@ changes_truncate_partitioned(DecodeState *st, FeedCapture *fc, Relation rel)
 		ch.st = st;
 		ch.rel = rel;
 		ch.desc = RelationGetDescr(rel);
-		emit_event(&ch, fc, fc->trunc_map, NULL, NULL, NULL, NULL, "truncate");
+		emit_event(&ch, fc, NULL, NULL, NULL, NULL, NULL, "truncate");
 		return;
 	}
 	capture_untold(fc,
@@ -1359,7 +1360,7 @@ capture_truncate(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 	foreach(lc, st->feeds)
 	{
 		((FeedCapture *) lfirst(lc))->trunc_leaves = 0;
-		((FeedCapture *) lfirst(lc))->trunc_map = NULL;
+		((FeedCapture *) lfirst(lc))->truncated = false;
 	}
 	for (i = 0; i < nrelations; i++)
 		dispatch_change(st, relations[i], REORDER_BUFFER_CHANGE_TRUNCATE, NULL, NULL);
@@ -1367,7 +1368,7 @@ capture_truncate(LogicalDecodingContext *ctx, ReorderBufferTXN *txn,
 	{
 		FeedCapture *fc = lfirst(lc);
 
-		if (fc->partitioned && fc->trunc_map != NULL && fc->c->error == NULL)
+		if (fc->partitioned && fc->truncated && fc->c->error == NULL)
 			changes_truncate_partitioned(st, fc, relations[0]);
 	}
 }
@@ -1525,13 +1526,18 @@ source_capture_flows(List *captures, const char *slot, int64 max_events,
 			{
 				if (resync_error)
 				{
-					failures_note_resync(true);
+					failures_note_resync(c->flow->id);
+					if (c->flow->resync_reason)
+						ereport(ERROR,
+								(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+								 errmsg("flow \"%s\" needs a resync", c->flow->name),
+								 errdetail("It was taken off its replication slot: %s.", c->flow->resync_reason),
+								 errhint("Run SELECT autocdc.full_refresh(%s): it reads the source again.",
+										 quote_literal_cstr(c->flow->name))));
 					ereport(ERROR,
 							(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 							 errmsg("flow \"%s\" needs a resync: its source position %X/%X is no longer available",
 									c->flow->name, LSN_FORMAT_ARGS(c->flow->progress)),
-							 c->flow->resync_reason ?
-							 errdetail("It was taken off its replication slot: %s.", c->flow->resync_reason) : 0,
 							 errhint("Run autocdc.full_refresh(%s).", quote_literal_cstr(c->flow->name))));
 				}
 				c->resync = true;
@@ -1751,7 +1757,7 @@ source_capture(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 void
 source_raise_capture_error(Capture *c)
 {
-	failures_note_resync(c->error && c->error_resync);
+	failures_note_resync(c->error && c->error_resync ? c->flow->id : 0);
 	if (c->error && c->error_code != 0)
 		ereport(ERROR,
 				(errcode(c->error_code),

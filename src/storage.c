@@ -251,9 +251,9 @@ storage_check_owner(FlowDef *flow)
 void
 storage_sync_columns(FlowDef *flow, bool refresh)
 {
-	List	   *src = list_concat(relation_columns(flow->source),
-									  flow->changes ?
-									  pseudo_target_columns(flow->col_include, flow->col_from) : NIL);
+	List	   *pseudo = flow->changes ?
+		pseudo_target_columns(flow->col_include, flow->col_from) : NIL;
+	List	   *src = relation_columns(flow->source);
 	List	   *tgt = relation_columns(flow->target);
 	char	   *tname = qualified_relname(flow->target);
 	char	   *sname = quote_qualified_identifier(AUTOCDC_STATE_SCHEMA,
@@ -264,6 +264,17 @@ storage_sync_columns(FlowDef *flow, bool refresh)
 	Oid			saved_uid;
 	int			saved_sec;
 
+	/* a column the source gained with the name of one taken from a pseudo-column */
+	foreach(lc, pseudo)
+		if (find_column(src, ((ColInfo *) lfirst(lc))->name))
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_COLUMN),
+					 errmsg("flow \"%s\": source \"%s\" has a column \"%s\", the name of the target column the flow takes from %s",
+							flow->name, get_rel_name(flow->source), ((ColInfo *) lfirst(lc))->name,
+							pseudo_source_of(flow->col_include, flow->col_from,
+											 ((ColInfo *) lfirst(lc))->name)),
+					 errhint("Rename the source's column, or drop the flow and create it again with another name for the pseudo-column.")));
+	src = list_concat(src, pseudo);
 	foreach(lc, src)
 	{
 		ColInfo    *c = lfirst(lc);
@@ -272,7 +283,7 @@ storage_sync_columns(FlowDef *flow, bool refresh)
 			continue;
 		if (name_in_list(flow->col_except, c->name))
 			continue;
-		if (storage_reserved_column(c->name) || name_in_list(selection, c->name))
+		if (storage_reserved_column(c->name))
 			continue;
 		selection = lappend(selection, c->name);
 	}
