@@ -356,6 +356,27 @@ SELECT num_events FROM autocdc.full_refresh('c_pt_copy');
 SELECT num_events FROM autocdc.full_refresh('c_pt_hist');
 SELECT * FROM c_pt_copy ORDER BY id;
 SELECT id, v, __end_at IS NULL AS open FROM c_pt_hist WHERE id IN (201, 301) ORDER BY id, __start_at;
+-- a partition dropped with its schema, or with its owner's objects
+CREATE SCHEMA c_pt_s;
+CREATE TABLE c_pt_s.c_pt_5 PARTITION OF c_pt FOR VALUES FROM (500) TO (600);
+INSERT INTO c_pt VALUES (501, 'x');
+SELECT c_run('c_pt_copy');
+DROP SCHEMA c_pt_s CASCADE;
+SELECT name, state, resync_reason FROM autocdc.flows JOIN autocdc.flow_state USING (name)
+ WHERE name = 'c_pt_copy';
+SELECT num_events FROM autocdc.full_refresh('c_pt_copy');
+CREATE ROLE regress_c_pt_owner;
+CREATE TABLE c_pt_6 PARTITION OF c_pt FOR VALUES FROM (600) TO (700);
+ALTER TABLE c_pt_6 OWNER TO regress_c_pt_owner;
+INSERT INTO c_pt VALUES (601, 'y');
+SELECT c_run('c_pt_copy');
+DROP OWNED BY regress_c_pt_owner;
+DROP ROLE regress_c_pt_owner;
+SELECT name, state, resync_reason FROM autocdc.flows JOIN autocdc.flow_state USING (name)
+ WHERE name = 'c_pt_copy';
+SELECT num_events FROM autocdc.full_refresh('c_pt_copy');
+SELECT * FROM c_pt_copy ORDER BY id;
+SELECT num_events FROM autocdc.full_refresh('c_pt_hist');
 -- a partition whose replica identity stops holding the keys later
 ALTER TABLE c_pt_2 REPLICA IDENTITY NOTHING;
 UPDATE c_pt SET v = 'f2' WHERE id = 103;

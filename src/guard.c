@@ -19,10 +19,11 @@
  *	   its partitions), ATTACH PARTITION of an unlogged table and CREATE
  *	   UNLOGGED TABLE ... PARTITION OF such a source are refused: inserts
  *	   into an unlogged table reach no WAL, so the flow would skip them;
- *	 - ATTACH PARTITION of a table holding rows, DETACH PARTITION and DROP
- *	   TABLE of a partition change a partitioned table's rows with nothing
- *	   in the WAL: its changes() flows are set to need a resync, in the
- *	   statement's transaction.
+ *	 - ATTACH PARTITION of a table holding rows, DETACH PARTITION and the
+ *	   drop of a partition (however it is dropped: an object access hook)
+ *	   change a partitioned table's rows with nothing in the WAL: its
+ *	   changes() flows are set to need a resync, in the statement's
+ *	   transaction.
  *
  * Nothing is done in a database without autocdc, or whose autocdc catalog
  * is at another version than the library.  Catalog SQL runs as autocdc
@@ -39,6 +40,7 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "catalog/namespace.h"
+#include "catalog/objectaccess.h"
 #include "catalog/pg_inherits.h"
 #include "commands/dbcommands.h"
 #include "executor/tuptable.h"
@@ -60,6 +62,7 @@
 #include "util.h"
 
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
+static object_access_hook_type prev_object_access = NULL;
 
 /* Is autocdc installed here, at the library's version? */
 static bool
@@ -211,11 +214,6 @@ resolve_statement(Node *stmt)
 		foreach(lc, ((CreateStmt *) stmt)->inhRelations)
 			resolve_name(lfirst(lc), lfirst(lc));
 	}
-	else if (IsA(stmt, DropStmt) && ((DropStmt *) stmt)->removeType == OBJECT_TABLE)
-	{
-		foreach(lc, ((DropStmt *) stmt)->objects)
-			resolve_name(lfirst(lc), makeRangeVarFromNameList(lfirst(lc)));
-	}
 }
 
 /* The relation resolve_statement found for a parse node. */
@@ -297,22 +295,32 @@ resync_partitioned(Oid parent, const char *reason)
 	catalog_mark_resync(lcons_oid(parent, get_partition_ancestors(parent)), reason);
 }
 
-/* DROP TABLE of a partition of a changes() source. */
+/*
+ * Object access hook: a partition of a changes() source being dropped (by
+ * DROP TABLE, DROP SCHEMA ... CASCADE, DROP OWNED...; OAT_DROP comes while
+ * its pg_inherits row still exists) takes its rows out of the table with
+ * nothing in the WAL.
+ */
 static void
-guard_drop(DropStmt *stmt)
+guard_object_access(ObjectAccessType access, Oid classId, Oid objectId, int subId,
+					void *arg)
 {
-	ListCell   *lc;
+	Oid			parent;
+	int			level;
 
-	if (stmt->removeType != OBJECT_TABLE)
+	if (prev_object_access)
+		prev_object_access(access, classId, objectId, subId, arg);
+	if (access != OAT_DROP || classId != RelationRelationId || subId != 0 ||
+		!get_rel_relispartition(objectId) ||
+		get_rel_persistence(objectId) == RELPERSISTENCE_TEMP || !guard_active())
 		return;
-	foreach(lc, stmt->objects)
-	{
-		Oid			relid = resolved_relid(lfirst(lc));
-
-		if (OidIsValid(relid) && get_rel_relispartition(relid))
-			resync_partitioned(get_partition_parent(relid, true),
-							   psprintf("its partition \"%s\" was dropped", get_rel_name(relid)));
-	}
+	parent = get_partition_parent(objectId, true);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	level = set_safe_search_path();
+	resync_partitioned(parent, psprintf("its partition \"%s\" was dropped", get_rel_name(objectId)));
+	AtEOXact_GUC(true, level);
+	SPI_finish();
 }
 
 /*
@@ -428,8 +436,6 @@ guarded_statement(Node *stmt)
 				}
 				return false;
 			}
-		case T_DropStmt:
-			return ((DropStmt *) stmt)->removeType == OBJECT_TABLE;
 		case T_CreateStmt:
 			return ((CreateStmt *) stmt)->partbound != NULL &&
 				((CreateStmt *) stmt)->relation->relpersistence == RELPERSISTENCE_UNLOGGED;
@@ -468,9 +474,6 @@ before_statement(Node *stmt)
 			break;
 		case T_CreateStmt:
 			guard_create_table((CreateStmt *) stmt);
-			break;
-		case T_DropStmt:
-			guard_drop((DropStmt *) stmt);
 			break;
 		default:
 			break;
@@ -525,4 +528,6 @@ guard_init(void)
 {
 	prev_ProcessUtility = ProcessUtility_hook;
 	ProcessUtility_hook = guard_ProcessUtility;
+	prev_object_access = object_access_hook;
+	object_access_hook = guard_object_access;
 }
