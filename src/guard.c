@@ -312,6 +312,8 @@ guard_object_access(ObjectAccessType access, Oid classId, Oid objectId, int subI
 		prev_object_access(access, classId, objectId, subId, arg);
 	if (access != OAT_DROP || classId != RelationRelationId || subId != 0 ||
 		!get_rel_relispartition(objectId) ||
+		(get_rel_relkind(objectId) != RELKIND_RELATION &&
+		 get_rel_relkind(objectId) != RELKIND_PARTITIONED_TABLE) ||
 		get_rel_persistence(objectId) == RELPERSISTENCE_TEMP || !guard_active())
 		return;
 	parent = get_partition_parent(objectId, true);
