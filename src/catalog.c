@@ -817,7 +817,8 @@ catalog_flow_targets_of(Oid source)
 	ListCell   *lc;
 
 	arg_oid(&a, source);
-	cat_exec("SELECT t.relid::pg_catalog.oid FROM autocdc.flow f "
+	/* (what is committed now: check_no_cycle waited for concurrent flows) */
+	cat_exec_latest("SELECT t.relid::pg_catalog.oid FROM autocdc.flow f "
 			 "JOIN autocdc.target t ON t.id OPERATOR(pg_catalog.=) f.target_id "
 			 "WHERE f.source::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
 			 &a, SPI_OK_SELECT);

@@ -767,9 +767,17 @@ check_no_cycle(Definition *d)
 {
 	List	   *todo;
 	List	   *seen = NIL;
+	LOCKTAG		tag;
 
 	if (!OidIsValid(d->target))
 		return;					/* a new table is nobody's source */
+
+	/*
+	 * Two flows created at once could close a cycle between them: the
+	 * second waits for the first to commit, and reads the flows then.
+	 */
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, 0, 0, AUTOCDC_LOCK_GRAPH);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 	todo = list_make1_oid(d->target);
 	while (todo != NIL)
 	{

@@ -120,5 +120,7 @@ extern const StateColumnDef state_columns[STATE_NCOLUMNS];
 #define AUTOCDC_LOCK_RUNNING 71		/* a flow being applied: (db, flow id, 0) */
 #define AUTOCDC_LOCK_SLOT 72		/* the database's slot being created: (db, 0, 0) */
 #define AUTOCDC_LOCK_MOVES 73		/* moves of flows between slots: (db, 0, 0) */
+#define AUTOCDC_LOCK_GRAPH 74		/* a flow being added between existing tables:
+									 * (db, 0, 0), until commit */
 
 #endif							/* AUTOCDC_LAYOUT_H */

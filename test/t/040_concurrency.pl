@@ -117,6 +117,35 @@ $h->quit;
 $creator->quit;
 $waiter->quit;
 
+# --- two flows created at once cannot close a cycle between them --------
+# The second create_flow waits for the first to commit, then sees its flow
+# and refuses.
+$node->safe_psql('postgres', q{
+	CREATE TABLE cy_a (id int PRIMARY KEY, v text);
+	CREATE TABLE cy_b (id int PRIMARY KEY, v text);
+});
+my $c1 = $node->background_psql('postgres');
+my $c2 = $node->background_psql('postgres', on_error_stop => 0);
+$c1->query_safe("BEGIN");
+$c1->query_safe(q{SELECT autocdc.create_flow(target => 'cy_b', source => 'changes(cy_a)', keys => '{id}', continuous => false)});
+$c2->query_safe("BEGIN");
+$c2->query_until(qr/started/, q{
+	\echo started
+	SELECT autocdc.create_flow(target => 'cy_a', source => 'changes(cy_b)', keys => '{id}', continuous => false);
+});
+ok($node->poll_query_until('postgres', q{
+		SELECT count(*) > 0 FROM pg_stat_activity
+		 WHERE wait_event_type = 'Lock' AND query LIKE '%changes(cy_b)%'}),
+	'a second create_flow waits for one being created');
+$c1->query_safe("COMMIT");
+$c2->query("SELECT 1");
+like($c2->{stderr}, qr/would close a cycle of flows/, 'and then refuses to close the cycle');
+$c2->query("ROLLBACK");
+is($node->safe_psql('postgres', q{SELECT string_agg(name, ',' ORDER BY name) FROM autocdc.flow WHERE name LIKE 'cy_%'}),
+	'cy_b', 'only the first flow exists');
+
+$c1->quit;
+$c2->quit;
 $s1->quit;
 $s2->quit;
 $node->stop;
