@@ -1772,6 +1772,26 @@ source_raise_capture_error(Capture *c)
 }
 
 /*
+ * source_check's test of a delete or truncate condition (NULL: none): still
+ * a boolean; the source columns it reads go into flow->expr_columns.
+ */
+static void
+check_condition(FlowDef *flow, const char *expr, const char *what)
+{
+	ExprInfo   *e;
+
+	if (expr == NULL)
+		return;
+	e = expr_analyze(flow->source, flow->changes, expr, what);
+	if (e->typid != BOOLOID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("flow \"%s\": %s is no longer a boolean expression", flow->name, what),
+				 errhint("Change the column back, or drop the flow and create it again.")));
+	flow->expr_columns = list_concat(flow->expr_columns, e->source_columns);
+}
+
+/*
  * What a run checks of a change flow's source, because nothing may be
  * skipped or misread silently: it is still a logged table in every leaf
  * (an unlogged one writes no WAL for its inserts, so decoding never sees
@@ -1861,24 +1881,6 @@ source_check(FlowDef *flow)
 				 errdetail("A column the sequence reads was retyped; casting it back would change the order of events."),
 				 errhint("Change the column back, or drop the flow and create it again.")));
 	flow->expr_columns = NIL;
-	if (flow->deletes)
-	{
-		e = expr_analyze(flow->source, flow->changes, flow->deletes, "apply_as_deletes");
-		if (e->typid != BOOLOID)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("flow \"%s\": apply_as_deletes is no longer a boolean expression", flow->name),
-					 errhint("Change the column back, or drop the flow and create it again.")));
-		flow->expr_columns = list_concat(flow->expr_columns, e->source_columns);
-	}
-	if (flow->truncates)
-	{
-		e = expr_analyze(flow->source, flow->changes, flow->truncates, "apply_as_truncates");
-		if (e->typid != BOOLOID)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("flow \"%s\": apply_as_truncates is no longer a boolean expression", flow->name),
-					 errhint("Change the column back, or drop the flow and create it again.")));
-		flow->expr_columns = list_concat(flow->expr_columns, e->source_columns);
-	}
+	check_condition(flow, flow->deletes, "apply_as_deletes");
+	check_condition(flow, flow->truncates, "apply_as_truncates");
 }
