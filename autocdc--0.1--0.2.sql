@@ -149,10 +149,10 @@ SELECT f.name,
 	   CASE WHEN sl.restart_lsn IS NOT NULL AND NOT f.once AND f.kind = 'cdc'
 			THEN pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(), s.progress)::bigint
 	   END AS retained_wal_bytes,
-	   (SELECT pg_catalog.pg_total_relation_size(c.oid)
+	   (SELECT pg_catalog.sum(pg_catalog.pg_total_relation_size(c.oid))::bigint
 		  FROM pg_catalog.pg_class c
 		 WHERE c.relnamespace = 'autocdc_state'::regnamespace
-		   AND c.relname = 'target_' || t.id) AS hidden_state_bytes,
+		   AND c.relname IN ('target_' || t.id, 'rows_' || f.id)) AS hidden_state_bytes,
 	   CASE lt.how
 		   WHEN 'not decoded' THEN pg_catalog.now() - s.last_commit_at
 		   WHEN 'pending' THEN pg_catalog.now() - lg.pending_since

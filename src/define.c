@@ -41,6 +41,7 @@
 #include "expr.h"
 #include "layout.h"
 #include "snapsource.h"
+#include "rowstore.h"
 #include "storage.h"
 #include "util.h"
 
@@ -542,8 +543,7 @@ columns_among_keys(Oid relid, List *cols, List *keys)
 /*
  * A changes() flow's check of one table that holds the source's rows (the
  * source, or a leaf partition of it): every key column in the replica
- * identity PostgreSQL uses for it, and a NOTICE when it holds out-of-line
- * values without REPLICA IDENTITY FULL.
+ * identity PostgreSQL uses for it.
  */
 static void
 check_leaf_identity(Definition *d, Oid leaf)
@@ -561,20 +561,6 @@ check_leaf_identity(Definition *d, Oid leaf)
 	{
 		relation_close(rel, NoLock);
 		return;
-	}
-	/* values out of line now: an update that keeps one will fail a run */
-	if (OidIsValid(rel->rd_rel->reltoastrelid))
-	{
-		Relation	toast = relation_open(rel->rd_rel->reltoastrelid, AccessShareLock);
-
-		if (RelationGetNumberOfBlocks(toast) > 0)
-			ereport(NOTICE,
-					(errmsg("%s holds out-of-line values: an update that leaves one unchanged in a column the flow reads will fail its run",
-							where),
-					 errdetail("PostgreSQL logs such a value only as a pointer into the TOAST table, which autocdc does not follow."),
-					 errhint("ALTER TABLE %s REPLICA IDENTITY FULL lets the WAL hold the whole old row.",
-							 qname)));
-		relation_close(toast, AccessShareLock);
 	}
 	if (OidIsValid(identindex))
 	{
@@ -1264,7 +1250,16 @@ void
 define_drop_flow(FlowDef *flow, bool drop_target)
 {
 	char	   *seq_typname;
+	ListCell   *lc;
 
+	/* the row stores of the flows that go */
+	if (flow->target_id != 0 && drop_target)
+	{
+		foreach(lc, catalog_target_flows(flow->target_id))
+			rowstore_drop(catalog_load_flow(lfirst(lc), false, false)->id);
+	}
+	else
+		rowstore_drop(flow->id);
 	catalog_delete_flow(flow->name);
 	if (flow->target_id == 0)
 		return;					/* a snapshot flow whose first run has not

@@ -344,6 +344,7 @@ pass_prepare(PassFlow *pf)
 		pf->capture.batch = run_new_batch(pf->flow, &pf->bdesc, pf->owner);
 		pf->capture.batchdesc = pf->bdesc;
 		pf->capture.m = &pf->m;
+		pf->capture.notes = pf->flow->changes ? rownotes_new(pf->owner) : NULL;
 	}
 }
 
@@ -368,7 +369,7 @@ pass_apply(PassFlow *pf)
 		return;
 	pgstat_report_activity(STATE_RUNNING, psprintf("autocdc: applying flow %s", pf->name));
 	run_hold_relations(pf->flow, pf->flow->source);
-	run_apply(pf->flow, pf->capture.batch, pf->bdesc, &pf->m, true, false,
+	run_apply(pf->flow, pf->capture.batch, pf->bdesc, pf->capture.notes, &pf->m, true, false,
 			  pf->started, !idle);
 }
 

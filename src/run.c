@@ -35,6 +35,7 @@
 #include "expr.h"
 #include "failures.h"
 #include "layout.h"
+#include "rowstore.h"
 #include "run.h"
 #include "slots.h"
 #include "source.h"
@@ -214,12 +215,14 @@ run_prepare(FlowDef *flow, bool refresh, bool skip_locked)
 }
 
 /*
- * After capture: apply the batch as the flow's owner, release what the run
- * held and record the progress.  log: write a flow_runs row.
+ * After capture: resolve a changes() flow's batch with its row store (notes:
+ * what the capture noted for it, or NULL), apply the batch as the flow's
+ * owner, release what the run held and record the progress.  log: write a
+ * flow_runs row.
  */
 void
-run_apply(FlowDef *flow, Tuplestorestate *batch, TupleDesc bdesc, RunMetrics *m,
-		  bool have_batch, bool touch_all, TimestampTz started, bool log)
+run_apply(FlowDef *flow, Tuplestorestate *batch, TupleDesc bdesc, RowNotes *notes,
+		  RunMetrics *m, bool have_batch, bool touch_all, TimestampTz started, bool log)
 {
 	TimestampTz captured = GetCurrentTimestamp();
 	int64		nrows = tuplestore_tuple_count(batch);
@@ -228,6 +231,7 @@ run_apply(FlowDef *flow, Tuplestorestate *batch, TupleDesc bdesc, RunMetrics *m,
 
 	/* classify reads the batch once, and frees it */
 	become_owner(flow->owner, &saved_uid, &saved_sec);
+	batch = rowstore_resolve(flow, batch, bdesc, notes);
 	batch_set(BATCH_SOURCE, batch, bdesc, get_rel_type_id(flow->source), nrows, 1);
 	apply_batch(flow, m, have_batch && nrows > 0, touch_all);
 	restore_user(saved_uid, saved_sec);
@@ -261,12 +265,15 @@ run_one(FlowDef *flow, RunMetrics *m, bool refresh, bool touch_all)
 	Oid			saved_uid;
 	int			saved_sec;
 	ResourceOwner owner;
+	RowNotes   *notes = NULL;
 
 	become_owner(flow->owner, &saved_uid, &saved_sec);
 	(void) run_prepare(flow, refresh, false);
 	run_hold_relations(flow, flow->source);
 	owner = run_batch_owner(CurTransactionResourceOwner);
 	batch = run_new_batch(flow, &bdesc, owner);
+	if (flow->changes)
+		notes = rownotes_new(owner);
 	if (flow->once)
 	{
 		if (flow->once_done)
@@ -274,14 +281,15 @@ run_one(FlowDef *flow, RunMetrics *m, bool refresh, bool touch_all)
 		else
 		{
 			PushActiveSnapshot(GetTransactionSnapshot());
-			source_read_whole(flow, batch, bdesc, GetXLogInsertRecPtr(), GetCurrentTimestamp());
+			source_read_whole(flow, batch, bdesc, GetXLogInsertRecPtr(), GetCurrentTimestamp(),
+							  notes);
 			PopActiveSnapshot();
 			flow->once_done = true;
 		}
 	}
 	else
-		source_capture(flow, batch, bdesc, m);
-	run_apply(flow, batch, bdesc, m, have_batch, touch_all, started, true);
+		source_capture(flow, batch, bdesc, m, notes);
+	run_apply(flow, batch, bdesc, notes, m, have_batch, touch_all, started, true);
 	run_batch_owner_release(owner);
 	restore_user(saved_uid, saved_sec);
 }

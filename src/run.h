@@ -13,6 +13,7 @@
 #include "utils/tuplestore.h"
 
 #include "catalog.h"
+#include "rowstore.h"
 
 /* the guard around a run */
 extern void run_set_applying(const char *name);
@@ -26,8 +27,9 @@ extern ResourceOwner run_batch_owner(ResourceOwner parent);
 extern void run_batch_owner_release(ResourceOwner owner);
 extern Tuplestorestate *run_new_batch(FlowDef *flow, TupleDesc *bdesc, ResourceOwner owner);
 extern bool run_prepare(FlowDef *flow, bool refresh, bool skip_locked);
-extern void run_apply(FlowDef *flow, Tuplestorestate *batch, TupleDesc bdesc, RunMetrics *m,
-					  bool have_batch, bool touch_all, TimestampTz started, bool log);
+extern void run_apply(FlowDef *flow, Tuplestorestate *batch, TupleDesc bdesc, RowNotes *notes,
+					  RunMetrics *m, bool have_batch, bool touch_all, TimestampTz started,
+					  bool log);
 
 /* whole runs */
 extern void run_one(FlowDef *flow, RunMetrics *m, bool refresh, bool touch_all);

@@ -87,6 +87,7 @@
 #include "slots.h"
 #include "source.h"
 #include "storage.h"
+#include "rowstore.h"
 #include "util.h"
 
 /*
@@ -410,7 +411,7 @@ append_refresh_filter(FlowDef *flow, StringInfo sql)
  */
 int64
 source_read_whole(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
-				  XLogRecPtr pos, TimestampTz ts)
+				  XLogRecPtr pos, TimestampTz ts, RowNotes *notes)
 {
 	StringInfoData sql;
 	SnapshotRead sr;
@@ -458,6 +459,8 @@ source_read_whole(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 	sr.change_type = "insert";
 	sr.ts = ts;
 	snapshot_read(flow, sql.data, &sr);
+	if (notes != NULL)
+		rowstore_read(flow, notes);
 	return sr.ord;
 }
 
@@ -905,32 +908,39 @@ typedef struct DecodedChange
 	HeapTuple	oldtup;			/* NULL: none in the WAL */
 	Datum	   *nvalues;		/* deformed on first use */
 	bool	   *nnulls;
+	bool	   *nwhole;			/* out-of-line values that came whole */
 	Datum	   *ovalues;
 	bool	   *onulls;
+	bool	   *owhole;
+	bool		moved;			/* an update that changes the key */
 } DecodedChange;
 
 /*
  * Deform a decoded tuple.  Out-of-line values that the decoder assembled
- * from the transaction's TOAST chunks are in its memory and are copied;
- * a pointer into the TOAST table (the WAL of an UPDATE that left the value
- * unchanged) is left as it is, for the caller to fill: it is never
- * dereferenced, since the table's chunks may have been vacuumed away or
- * reused since.
+ * from the transaction's TOAST chunks are in its memory and are copied
+ * (and noted in whole: the row store keeps them); a pointer into the TOAST
+ * table (the WAL of an UPDATE that left the value unchanged) is left as it
+ * is, for the caller to fill: it is never dereferenced, since the table's
+ * chunks may have been vacuumed away or reused since.
  */
 static void
-deform_decoded(TupleDesc desc, HeapTuple tup, Datum **values, bool **nulls)
+deform_decoded(TupleDesc desc, HeapTuple tup, Datum **values, bool **nulls, bool **whole)
 {
 	int			j;
 
 	*values = palloc(sizeof(Datum) * desc->natts);
 	*nulls = palloc(sizeof(bool) * desc->natts);
+	*whole = palloc0(sizeof(bool) * desc->natts);
 	heap_deform_tuple(tup, desc, *values, *nulls);
 	for (j = 0; j < desc->natts; j++)
 		if (!(*nulls)[j] && TupleDescAttr(desc, j)->attlen == -1 &&
 			VARATT_IS_EXTERNAL(DatumGetPointer((*values)[j])) &&
 			!VARATT_IS_EXTERNAL_ONDISK(DatumGetPointer((*values)[j])))
+		{
 			(*values)[j] = PointerGetDatum(detoast_external_attr((struct varlena *)
 																 DatumGetPointer((*values)[j])));
+			(*whole)[j] = true;
+		}
 }
 
 /* The new row of a change, deformed. */
@@ -938,7 +948,7 @@ static void
 change_new(DecodedChange *ch)
 {
 	if (ch->nvalues == NULL)
-		deform_decoded(ch->desc, ch->newtup, &ch->nvalues, &ch->nnulls);
+		deform_decoded(ch->desc, ch->newtup, &ch->nvalues, &ch->nnulls, &ch->nwhole);
 }
 
 /* The old row (or key) of a change, deformed. */
@@ -946,7 +956,7 @@ static void
 change_old(DecodedChange *ch)
 {
 	if (ch->ovalues == NULL)
-		deform_decoded(ch->desc, ch->oldtup, &ch->ovalues, &ch->onulls);
+		deform_decoded(ch->desc, ch->oldtup, &ch->ovalues, &ch->onulls, &ch->owhole);
 }
 
 /* Stop capturing a flow for this pass; its error is raised when it is applied. */
@@ -976,10 +986,12 @@ capture_untold(FeedCapture *fc, char *message, char *hint)
 /*
  * Put one event into a flow's batch: the decoded row (decoded layout; NULL:
  * every column NULL, and map is not read) mapped onto the batch's columns
- * by map, at the next position
- * of the transaction, and for a changes() source its pseudo-columns.  The
- * flow fails instead when a column holds a pointer into the TOAST table
- * that old (the WAL's old row, or NULL) cannot fill.
+ * by map, at the next position of the transaction, and for a changes()
+ * source its pseudo-columns.  A column holding a pointer into the TOAST
+ * table is filled from old (the WAL's old row, or NULL) when it can be;
+ * otherwise an upsert of a changes() source keeps the pointer for the row
+ * store to fill, and the capture notes it (and the values that came whole,
+ * which the store keeps); a feed's flow fails.
  */
 static void
 emit_event(DecodedChange *ch, FeedCapture *fc, int *map, Datum *dv, bool *dn,
@@ -991,6 +1003,9 @@ emit_event(DecodedChange *ch, FeedCapture *fc, int *map, Datum *dv, bool *dn,
 	int			ndata = bdesc->natts - BATCH_DATA - (pseudo ? PSEUDO_NCOLUMNS : 0);
 	Datum	   *values = palloc(sizeof(Datum) * bdesc->natts);
 	bool	   *nulls = palloc(sizeof(bool) * bdesc->natts);
+	bool		upsert = pseudo && fc->c->notes != NULL && dv != NULL && dv == ch->nvalues;
+	Bitmapset  *whole = NULL;
+	bool		pointers = false;
 	int			i;
 
 	values[BATCH_LSN] = LSNGetDatum(fc->arrival_lsn);
@@ -1002,13 +1017,20 @@ emit_event(DecodedChange *ch, FeedCapture *fc, int *map, Datum *dv, bool *dn,
 
 		values[BATCH_DATA + i] = (dv == NULL || h < 0) ? (Datum) 0 : dv[h];
 		nulls[BATCH_DATA + i] = (dv == NULL || h < 0) ? true : dn[h];
-		if (nulls[BATCH_DATA + i] || TupleDescAttr(ch->desc, h)->attlen != -1 ||
-			!VARATT_IS_EXTERNAL_ONDISK(DatumGetPointer(values[BATCH_DATA + i])))
+		if (nulls[BATCH_DATA + i] || TupleDescAttr(ch->desc, h)->attlen != -1)
 			continue;
+		if (!VARATT_IS_EXTERNAL_ONDISK(DatumGetPointer(values[BATCH_DATA + i])))
+		{
+			if (upsert && ch->nwhole[h] && fc->reads[i])
+				whole = bms_add_member(whole, i);
+			continue;
+		}
 		if (old != NULL && !oldnulls[h] &&
 			!VARATT_IS_EXTERNAL_ONDISK(DatumGetPointer(old[h])))
 		{
 			values[BATCH_DATA + i] = old[h];	/* REPLICA IDENTITY FULL */
+			if (upsert && fc->reads[i])
+				whole = bms_add_member(whole, i);
 			continue;
 		}
 		if (!fc->reads[i])
@@ -1018,19 +1040,22 @@ emit_event(DecodedChange *ch, FeedCapture *fc, int *map, Datum *dv, bool *dn,
 			nulls[BATCH_DATA + i] = true;
 			continue;
 		}
-		capture_fail(fc, pseudo ? ERRCODE_FEATURE_NOT_SUPPORTED : ERRCODE_INTERNAL_ERROR,
-					 psprintf(pseudo ?
-							  "flow \"%s\": an update of source \"%s\" at %X/%X left the out-of-line value of column \"%s\" unchanged, and the WAL does not hold it" :
-							  "flow \"%s\": a row inserted into source \"%s\" at %X/%X holds a pointer into the TOAST table for column \"%s\"",
+		if (upsert)
+		{
+			pointers = true;	/* the row store fills it */
+			continue;
+		}
+		capture_fail(fc, ERRCODE_INTERNAL_ERROR,
+					 psprintf("flow \"%s\": a row inserted into source \"%s\" at %X/%X holds a pointer into the TOAST table for column \"%s\"",
 							  fc->c->flow->name, get_rel_name(fc->c->flow->source),
 							  LSN_FORMAT_ARGS(st->commit_lsn),
 							  NameStr(TupleDescAttr(ch->desc, h)->attname)),
-					 pseudo ?
-					 psprintf("Set ALTER TABLE %s REPLICA IDENTITY FULL (the WAL then holds the whole old row), then run SELECT autocdc.full_refresh(%s).",
-							  qualified_relname(fc->c->flow->source),
-							  quote_literal_cstr(fc->c->flow->name)) : NULL);
+					 NULL);
 		return;
 	}
+	if (whole != NULL || pointers)
+		rownotes_mark(fc->c->notes, tuplestore_tuple_count(fc->c->batch), whole, pointers,
+					  ch->moved);
 	if (pseudo)
 	{
 		int			p = BATCH_DATA + ndata;
@@ -1136,6 +1161,7 @@ changes_update(DecodedChange *ch, FeedCapture *fc, int *map)
 		}
 		if (moved)
 			emit_event(ch, fc, map, ch->ovalues, ch->onulls, NULL, NULL, "delete");
+		ch->moved = moved;
 	}
 	emit_event(ch, fc, map, ch->nvalues, ch->nnulls, ch->ovalues, ch->onulls, "update");
 }
@@ -1422,8 +1448,7 @@ flow_reads(FlowDef *flow, TupleDesc desc)
 
 		if (att->attisdropped)
 			continue;
-		reads[pos++] = !flow->changes || name_in_list(flow->columns, NameStr(att->attname)) ||
-			name_in_list(flow->expr_columns, NameStr(att->attname));
+		reads[pos++] = !flow->changes || rowstore_column_read(flow, NameStr(att->attname));
 	}
 	return reads;
 }
@@ -1576,7 +1601,7 @@ source_capture_flows(List *captures, const char *slot, int64 max_events,
 				/* one transaction, stamped with the snapshot's time */
 				fc->last_ts = fc->last_ts != 0 && taken <= fc->last_ts ? fc->last_ts + 1 : taken;
 				ord = source_read_whole(fc->c->flow, fc->c->batch, fc->c->batchdesc,
-										pos, fc->last_ts);
+										pos, fc->last_ts, fc->c->notes);
 				if (fc->c->flow->refresh_keep)
 					source_read_missing(fc->c->flow, fc->c->batch, fc->c->batchdesc,
 										pos, fc->last_ts, ord);
@@ -1738,7 +1763,7 @@ source_capture_flows(List *captures, const char *slot, int64 max_events,
  */
 void
 source_capture(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
-			   RunMetrics *m)
+			   RunMetrics *m, RowNotes *notes)
 {
 	Capture		c;
 
@@ -1747,6 +1772,7 @@ source_capture(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 	c.batch = batch;
 	c.batchdesc = batchdesc;
 	c.m = m;
+	c.notes = notes;
 	source_capture_flows(list_make1(&c), slots_for_flow(flow), 0, 0, 0, true, NULL);
 	source_raise_capture_error(&c);
 	/* everything decoded is applied, or the run fails and the note goes */

@@ -16,6 +16,7 @@
 
 #include "catalog.h"
 #include "lag.h"
+#include "rowstore.h"
 
 /* One flow's part in a decoding pass. */
 typedef struct Capture
@@ -24,6 +25,7 @@ typedef struct Capture
 	Tuplestorestate *batch;
 	TupleDesc	batchdesc;
 	RunMetrics *m;
+	RowNotes   *notes;			/* a changes() flow's, for its row store */
 	bool		resync;			/* out: progress no longer served, not captured */
 	bool		deferred;		/* out: evicted from the pass, not captured */
 	char	   *error;			/* out: why capture stopped for this flow */
@@ -41,9 +43,9 @@ typedef struct Capture
 extern void source_init(void);
 extern void source_check(FlowDef *flow);
 extern int64 source_read_whole(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
-							   XLogRecPtr pos, TimestampTz ts);
+							   XLogRecPtr pos, TimestampTz ts, RowNotes *notes);
 extern void source_capture(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
-						   RunMetrics *m);
+						   RunMetrics *m, RowNotes *notes);
 extern void source_capture_flows(List *captures, const char *slot, int64 max_events,
 								 int64 max_wal, int64 evict_after, bool resync_error,
 								 bool *more);

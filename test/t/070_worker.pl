@@ -222,7 +222,7 @@ my $w = workers('app');
 ok($w ne '', 'a worker is applying while events arrive');
 kill 'KILL', $w;
 $ins->finish;	# the crash restart ends the inserting session too
-$node->poll_query_until('postgres', 'SELECT 1', '1');
+wait_for_restart($node) or die 'the server did not come back';
 wait_for('app', q{SELECT bool_and(f.num_events = (SELECT count(*) FROM feed))
 					FROM autocdc.flows f WHERE f.name IN ('t1', 't2')},
 	'after a crash every committed event is applied exactly once');

@@ -849,7 +849,7 @@ sub wait_num_events
 	my $at_kill = sql($nw, $d3, 'SELECT count(*) FROM f3');
 	kill 'KILL', $w if $w =~ /^\d+$/;
 	$ins->finish;    # the crash restart ends the inserting session
-	ok($nw->poll_query_until('postgres', 'SELECT 1', '1'), '3: the server is back after the crash restart');
+	ok(wait_for_restart($nw), '3: the server is back after the crash restart');
 
 	# which statements committed: a prefix (n identifies each event)
 	my ($cnt, $maxn) = split /\|/, sql($nw, $d3, 'SELECT count(*), coalesce(max(n), 0) FROM f3');

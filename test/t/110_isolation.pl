@@ -354,7 +354,7 @@ like($pid, qr/^\d+$/, '5: one main worker');
 $node->append_conf('postgresql.conf', 'autocdc.test_pause_after_copy = 0');
 $node->reload;
 ok(kill('KILL', $pid), "5: SIGKILL of the worker ($pid) before its commit");
-$node->poll_query_until('postgres', 'SELECT true') or die 'the server did not come back';
+wait_for_restart($node) or die 'the server did not come back';
 as('alice', qq{INSERT INTO alice.feed (id, v) SELECT g, 'paused' FROM generate_series(100000, 100999) g});
 wait_for(q{SELECT lane = 'laggard' FROM autocdc.flows WHERE name = 'alice_flow'},
 	'5: after the crash, the paused flow moves to a laggard slot');

@@ -17,12 +17,14 @@
 # target equals the model's versions row for row (times to the
 # microsecond), and a flow created half-way (its first read under a
 # snapshot) equals the table too.  Values of some rows are out of line
-# (several kB, not compressible) under REPLICA IDENTITY FULL, and the table
-# is vacuumed between runs: an unchanged out-of-line value must come from
-# the WAL's old row, never from the TOAST table.
+# (several kB, not compressible), and the table is vacuumed between runs: an
+# unchanged out-of-line value must come from the WAL's old row (odd streams:
+# REPLICA IDENTITY FULL) or from each flow's row store (even streams: the
+# default identity), never from the TOAST table.
 #
 # A second part lets the worker apply a continuous changes() flow into an
-# SCD 2 target and chains a second flow on that target's change feed.
+# SCD 2 target and chains a second flow on that target's change feed; a
+# paused flow over out-of-line values resumes after VACUUM FULL.
 #
 #     AUTOCDC_PROPERTY_STREAMS=50 AUTOCDC_PROPERTY_SEED=7 \
 #         make installcheck REGRESS= PROVE_TESTS=test/t/140_changes.pl
@@ -77,12 +79,13 @@ sub row_text
 my $failures = 0;
 for my $stream (1 .. $streams)
 {
-	sql(q{
+	my $identity = $stream % 2 ? 'FULL' : 'DEFAULT';
+	sql(qq{
 		SELECT autocdc.drop_flow(name, drop_target => true) FROM autocdc.flow;
 		DROP TABLE IF EXISTS src, txlog CASCADE;
 		CREATE TABLE src (id int PRIMARY KEY, a int, b text);
 		ALTER TABLE src ALTER b SET STORAGE EXTERNAL;
-		ALTER TABLE src REPLICA IDENTITY FULL;
+		ALTER TABLE src REPLICA IDENTITY $identity;
 		CREATE TABLE txlog (n int, x xid8);
 		SELECT autocdc.create_flow(target => 'p_copy', source => 'changes(src)', keys => '{id}',
 			continuous => false);
@@ -227,7 +230,7 @@ for my $stream (1 .. $streams)
 	if (!$ok)
 	{
 		$failures++;
-		diag "stream $stream (seed $seed) differs:\n" . join("\n", @script);
+		diag "stream $stream (seed $seed, REPLICA IDENTITY $identity) differs:\n" . join("\n", @script);
 		is($got{src}, $want_copy, "stream $stream: the table is the model");
 		is($got{p_copy}, $want_copy, "stream $stream: SCD 1");
 		is($got{p_late}, $want_copy, "stream $stream: SCD 1 created half-way");
@@ -274,6 +277,37 @@ ok($node->poll_query_until('postgres', q{
 	'chain: the history of the copy, from its change feed, ends where the copy is');
 is(sql(q{SELECT count(*) FROM autocdc.flows WHERE last_error IS NOT NULL OR state IN ('error', 'needs_resync')}),
 	'0', 'worker: no flow in error');
+
+# out-of-line values under the default identity, applied by the worker: a
+# flow paused while its rows are updated (the values kept, changed, kept
+# again), the table rewritten by VACUUM FULL (every TOAST pointer the WAL
+# holds is stale), then resumed
+sql(q{
+	CREATE TABLE docs (id int PRIMARY KEY, body text, n int);
+	INSERT INTO docs SELECT g, (SELECT string_agg(md5((g * 1000 + i)::text), '') FROM generate_series(1, 150) i), 0
+	  FROM generate_series(1, 10) g;
+	SELECT autocdc.create_flow(target => 'docs_hist', source => 'changes(docs)', keys => '{id}',
+		stored_as_scd_type => '2');});
+ok($node->poll_query_until('postgres', q{SELECT count(*) = 10 FROM docs_hist}),
+	'row store: the worker applies the first read');
+sql(q{SELECT autocdc.pause_flow('docs_hist')});
+sql(q{
+	UPDATE docs SET n = 1;
+	UPDATE docs SET body = (SELECT string_agg(md5((id * 7 + i)::text), '') FROM generate_series(1, 150) i), n = 2
+	 WHERE id % 2 = 0;
+	UPDATE docs SET n = 3;
+	UPDATE docs SET id = id + 100, n = 4 WHERE id % 3 = 0;
+	DELETE FROM docs WHERE id = 1;});
+sql('VACUUM FULL docs');
+sql(q{SELECT autocdc.resume_flow('docs_hist')});
+ok($node->poll_query_until('postgres', q{
+		SELECT count(*) FILTER (WHERE __end_at IS NULL) = 9 FROM docs_hist}),
+	'row store: resumed, the paused flow applies its backlog');
+is(sql(q{SELECT count(*) FROM (SELECT id, body, n FROM docs EXCEPT
+		SELECT id, body, n FROM docs_hist WHERE __end_at IS NULL) d}),
+	'0', 'row store: the open versions are the table, values kept by the updates included');
+is(sql(q{SELECT count(*) FROM docs_hist WHERE n = 1 AND length(body) = 4800}),
+	'10', 'row store: the versions of the paused updates hold their values');
 
 # lag_time of a changes() flow counts updates and deletes, not only inserts
 sql(q{

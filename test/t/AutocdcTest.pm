@@ -10,7 +10,7 @@ use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 use Test::More;
 
-our @EXPORT = qw(autocdc_node start_blocked_run);
+our @EXPORT = qw(autocdc_node start_blocked_run wait_for_restart);
 
 # A node with autocdc preloaded and wal_level = logical, started unless
 # no_start => 1.  The background worker is off unless worker => 1; conf =>
@@ -44,6 +44,23 @@ sub start_blocked_run
 			SELECT count(*) > 0 FROM pg_stat_activity
 			 WHERE $wait_col = '$wait_value' AND query LIKE '%run_flow(''$flow'')%'}),
 		$test_name);
+}
+
+# Wait (up to 3 minutes) until the node answers again after a crash
+# restart.  poll_query_until cannot be used for this: it writes its query
+# to psql's standard input, and a psql that gives up at once while the
+# server is still in recovery closes that pipe first, which kills the test
+# with EPIPE.
+sub wait_for_restart
+{
+	my ($node) = @_;
+	for (1 .. 1800)
+	{
+		my $up = eval { $node->safe_psql('postgres', 'SELECT 1') eq '1' };
+		return 1 if $up;
+		select(undef, undef, undef, 0.1);
+	}
+	return 0;
 }
 
 1;
