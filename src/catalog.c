@@ -941,16 +941,13 @@ catalog_has_change_flows(bool continuous_only)
 					NULL, SPI_OK_SELECT) > 0;
 }
 
-/* The sources and targets of every flow (oids, each once). */
-List *
-catalog_flow_relations(void)
+/* The oids of the last statement's first column (NULLs left out). */
+static List *
+result_oids(void)
 {
 	List	   *result = NIL;
 	uint64		i;
 
-	cat_exec("SELECT f.source::pg_catalog.oid FROM autocdc.flow f WHERE f.source IS NOT NULL "
-			 "UNION SELECT t.relid::pg_catalog.oid FROM autocdc.target t WHERE t.relid IS NOT NULL",
-			 NULL, SPI_OK_SELECT);
 	for (i = 0; i < SPI_processed; i++)
 	{
 		bool		isnull;
@@ -960,6 +957,25 @@ catalog_flow_relations(void)
 			result = lappend_oid(result, DatumGetObjectId(d));
 	}
 	return result;
+}
+
+/* The sources and targets of every flow (oids, each once). */
+List *
+catalog_flow_relations(void)
+{
+	cat_exec("SELECT f.source::pg_catalog.oid FROM autocdc.flow f WHERE f.source IS NOT NULL "
+			 "UNION SELECT t.relid::pg_catalog.oid FROM autocdc.target t WHERE t.relid IS NOT NULL",
+			 NULL, SPI_OK_SELECT);
+	return result_oids();
+}
+
+/* The sources of every flow (tables only), whatever slot serves them. */
+List *
+catalog_flow_sources(void)
+{
+	cat_exec("SELECT DISTINCT f.source::pg_catalog.oid FROM autocdc.flow f WHERE f.source IS NOT NULL",
+			 NULL, SPI_OK_SELECT);
+	return result_oids();
 }
 
 /*

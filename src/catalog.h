@@ -162,6 +162,7 @@ extern bool catalog_has_change_flows(bool continuous_only);
 extern List *catalog_due_change_flows(const char *laggard_slot, bool laggard_lane);
 extern char *catalog_slot_in_use(const char *prefix);
 extern List *catalog_flow_relations(void);
+extern List *catalog_flow_sources(void);
 extern List *catalog_lock_movers(const char *from, bool to_laggard, int64 max_lag, List *slow,
 								 XLogRecPtr confirmed, bool lock, XLogRecPtr *oldest);
 extern bool catalog_lock_slot_flows(const char *slot);

@@ -147,6 +147,10 @@ typedef struct DecodeState
 	HTAB	   *nodes;			/* FilterNode by relfilenode, NULL: no filter */
 	HTAB	   *unknown;		/* UnknownNode: files the filter does not name */
 	bool		drop_unknown;	/* drop the changes of files not in nodes */
+	List	   *sources;		/* every flow's source (any slot's) */
+	bool		last_valid;		/* record_action's answer for last_node */
+	compat_RelFileLocator last_node;
+	int			last_action;
 	int64		evict_after;	/* a table's changes that evict its flows, 0: never */
 	MemoryContext cxt;			/* reset after each change */
 	MemoryContext relcxt;		/* the relation maps */
@@ -158,14 +162,21 @@ typedef struct DecodeState
  * decoding from the current catalog: the file of a table some flow of the
  * pass reads (its changes are counted), or of one of autocdc's other
  * tables, which no flow of the pass reads (its changes are not even
- * buffered).
+ * buffered).  A table that some flow reads — in this pass or not, on this
+ * slot or another — is never hidden from the reorder buffer, though: the
+ * transactions that write it are made known to it (known), so that they
+ * hold the slot's restart point like any other.  A flow that moves to this
+ * slot later (lanes.c) needs their changes from their first; a slot whose
+ * restart point had passed the start of a transaction still running would
+ * hand it only the rest of that transaction.
  */
 typedef struct FilterNode
 {
 	compat_RelFileLocator node; /* hash key */
 	Oid			relid;
 	bool		wanted;			/* read by flows of the pass */
-	bool		skip;			/* its changes are dropped before buffering */
+	bool		skip;			/* its records are not decoded */
+	bool		known;			/* but make their transactions known */
 	int64		queued;			/* changes buffered in this pass */
 } FilterNode;
 
@@ -513,7 +524,7 @@ heap_record_file(XLogReaderState *r, compat_RelFileLocator *rnode)
  * those), or a table whose flows this very record evicts from the pass;
  * counts the changes of the tables the pass reads, and evicts their flows
  * past st->evict_after.  (The records of files already marked skip never
- * reach decoding: record_is_skipped.)
+ * reach decoding: record_action.)
  */
 static bool
 filter_change(DecodeState *st, XLogReaderState *r)
@@ -530,6 +541,7 @@ filter_change(DecodeState *st, XLogReaderState *r)
 	{
 		evict_flows(st, fn->relid);
 		fn->skip = true;
+		fn->known = true;		/* the flows are served elsewhere, from this WAL */
 		return true;
 	}
 	return false;
@@ -540,18 +552,47 @@ typedef struct UnknownNode
 {
 	compat_RelFileLocator node; /* hash key */
 	bool		skip;
+	bool		known;			/* (a table some flow reads) */
 } UnknownNode;
 
+/* Is a table some flow's source, or a partition of one? */
+static bool
+is_flow_table(DecodeState *st, Oid relid)
+{
+	List	   *ancestors;
+	ListCell   *lc;
+	bool		found = list_member_oid(st->sources, relid);
+
+	if (found || !get_rel_relispartition(relid))
+		return found;
+	ancestors = get_partition_ancestors(relid);
+	foreach(lc, ancestors)
+		found |= list_member_oid(st->sources, lfirst_oid(lc));
+	list_free(ancestors);
+	return found;
+}
+
+/* What the decoding loop does with a record. */
+typedef enum RecordAction
+{
+	RECORD_DECODE,
+	RECORD_SKIP,				/* not decoded at all */
+	RECORD_KNOW					/* not decoded, its transaction made known */
+} RecordAction;
+
 /*
- * Whether a record need not be decoded at all: a change of a table whose
- * changes the filter drops anyway — one of autocdc's tables that no flow of
- * the pass reads, one whose flows were evicted, a table of another
- * database, and (when the filter drops the changes of files it does not
- * name) any other table that is no catalog.  Not handing such a record to
- * decoding also keeps its transaction out of the reorder buffer, so that a
- * long transaction that writes only such tables does not hold the slot's
- * restart point at its start: every pass would read all of it again while
- * it is being written.  Catalog changes are always decoded (an in-place
+ * Whether a record need not be decoded: a change of a table whose changes
+ * the filter drops anyway — one of autocdc's tables that no flow of the
+ * pass reads, one whose flows were evicted, a table of another database,
+ * and (when the filter drops the changes of files it does not name) any
+ * other table that is no catalog.  Not handing such a record to decoding
+ * keeps its transaction out of the reorder buffer, so that a long
+ * transaction that writes only tables no flow reads does not hold the
+ * slot's restart point at its start: every pass would read all of it again
+ * while it is being written.  A change of a table some flow reads (not in
+ * this pass) is not decoded either, but its transaction is made known
+ * (RECORD_KNOW): it holds the restart point, so that the flow can be served
+ * from this slot later.  Catalog changes are always decoded (an in-place
  * update marks its transaction as changing the catalog), and so is a file
  * that no relation has now (a table dropped or rewritten since), and
  * records without a block (NEW_CID, truncates).  The records of resource
@@ -560,8 +601,8 @@ typedef struct UnknownNode
  * holds the restart point all the same: a long insert into a table with a
  * serial column writes a sequence record every 32 rows.
  */
-static bool
-record_is_skipped(DecodeState *st, XLogReaderState *r)
+static RecordAction
+record_action(DecodeState *st, XLogReaderState *r)
 {
 	compat_RelFileLocator rnode;
 	FilterNode *fn;
@@ -569,18 +610,32 @@ record_is_skipped(DecodeState *st, XLogReaderState *r)
 	bool		found;
 
 	if (st->nodes == NULL)
-		return false;
+		return RECORD_DECODE;
 	if (GetRmgr(XLogRecGetRmid(r)).rm_decode == NULL)
-		return true;
+		return RECORD_SKIP;
 	if (!heap_record_file(r, &rnode))
-		return false;
+		return RECORD_DECODE;
+	/* a long transaction writes one file record after record */
+	if (st->last_valid && memcmp(&rnode, &st->last_node, sizeof(rnode)) == 0)
+		return (RecordAction) st->last_action;
 	fn = hash_search(st->nodes, &rnode, HASH_FIND, NULL);
 	if (fn != NULL)
-		return fn->skip;
+	{
+		RecordAction act = !fn->skip ? RECORD_DECODE : fn->known ? RECORD_KNOW : RECORD_SKIP;
+
+		/* (eviction makes a decoded file's records skipped: not cached) */
+		if (act != RECORD_DECODE)
+		{
+			st->last_node = rnode;
+			st->last_action = act;
+			st->last_valid = true;
+		}
+		return act;
+	}
 	if (compat_relfile_db(rnode) != MyDatabaseId)
-		return OidIsValid(compat_relfile_db(rnode));	/* shared catalogs are decoded */
+		return OidIsValid(compat_relfile_db(rnode)) ? RECORD_SKIP : RECORD_DECODE;	/* shared catalogs are decoded */
 	if (!st->drop_unknown)
-		return false;
+		return RECORD_DECODE;
 	un = hash_search(st->unknown, &rnode, HASH_ENTER, &found);
 	if (!found)
 	{
@@ -588,8 +643,26 @@ record_is_skipped(DecodeState *st, XLogReaderState *r)
 													  compat_relfile_number(rnode));
 
 		un->skip = OidIsValid(relid) && !IsCatalogRelationOid(relid);
+		un->known = un->skip && is_flow_table(st, relid);
 	}
-	return un->skip;
+	return !un->skip ? RECORD_DECODE : un->known ? RECORD_KNOW : RECORD_SKIP;
+}
+
+/*
+ * Make the transaction of a record that is not decoded known to the
+ * reorder buffer, as decoding it would (its subtransaction assigned).
+ */
+static void
+record_make_known(LogicalDecodingContext *ctx, XLogReaderState *r)
+{
+	TransactionId top = XLogRecGetTopXid(r);
+	TransactionId xid = XLogRecGetXid(r);
+
+	if (!TransactionIdIsValid(xid))
+		return;
+	if (TransactionIdIsValid(top))
+		ReorderBufferAssignChild(ctx->reorder, top, xid, r->ReadRecPtr);
+	ReorderBufferProcessXid(ctx->reorder, xid, r->ReadRecPtr);
 }
 
 /*
@@ -601,7 +674,7 @@ record_is_skipped(DecodeState *st, XLogReaderState *r)
  * of a table the pass reads can be dropped.
  */
 static bool
-filter_add(DecodeState *st, Oid relid, bool wanted)
+filter_add(DecodeState *st, Oid relid, bool wanted, bool source)
 {
 	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
 	Form_pg_class c;
@@ -618,7 +691,7 @@ filter_add(DecodeState *st, Oid relid, bool wanted)
 		TransactionIdPrecedes(HeapTupleHeaderGetRawXmin(tup->t_data),
 							  MyReplicationSlot->data.catalog_xmin);
 	if ((c->relkind != RELKIND_RELATION && c->relkind != RELKIND_TOASTVALUE) ||
-		!OidIsValid(c->relfilenode) || (!wanted && !old))
+		!OidIsValid(c->relfilenode) || (!wanted && !source && !old))
 	{
 		ReleaseSysCache(tup);
 		return false;
@@ -635,6 +708,7 @@ filter_add(DecodeState *st, Oid relid, bool wanted)
 		fn->relid = relid;
 		fn->wanted = false;
 		fn->skip = false;
+		fn->known = false;
 		fn->queued = 0;
 	}
 	if (wanted)
@@ -642,10 +716,19 @@ filter_add(DecodeState *st, Oid relid, bool wanted)
 		fn->wanted = true;
 		fn->skip = false;
 		if (OidIsValid(toast))
-			old &= filter_add(st, toast, true);
+			old &= filter_add(st, toast, true, source);
 	}
 	else if (!fn->wanted)
+	{
 		fn->skip = true;
+		if (source)
+		{
+			/* its transactions are made known (a TOAST table's too) */
+			fn->known = true;
+			if (OidIsValid(toast))
+				(void) filter_add(st, toast, false, true);
+		}
+	}
 	return old;
 }
 
@@ -666,6 +749,7 @@ filter_build(DecodeState *st, int64 evict_after)
 	List	   *others = catalog_flow_relations();
 	bool		stable = true;
 
+	st->sources = catalog_flow_sources();
 	hctl.keysize = sizeof(compat_RelFileLocator);
 	hctl.entrysize = sizeof(FilterNode);
 	hctl.hcxt = st->cxt_filter;
@@ -684,15 +768,16 @@ filter_build(DecodeState *st, int64 evict_after)
 		if (list_length(leaves) != 1 || get_rel_relkind(fc->c->flow->source) != RELKIND_RELATION)
 			stable = false;
 		foreach(l, leaves)
-			stable &= filter_add(st, lfirst_oid(l), true);
+			stable &= filter_add(st, lfirst_oid(l), true, true);
 	}
 	foreach(lc, others)
 	{
 		List	   *leaves = find_all_inheritors(lfirst_oid(lc), NoLock, NULL);
+		bool		source = list_member_oid(st->sources, lfirst_oid(lc));
 		ListCell   *l;
 
 		foreach(l, leaves)
-			(void) filter_add(st, lfirst_oid(l), false);
+			(void) filter_add(st, lfirst_oid(l), false, source);
 	}
 	st->drop_unknown = stable;
 }
@@ -1697,8 +1782,15 @@ source_capture_flows(List *captures, const char *slot, int64 max_events,
 			record = XLogReadRecord(ctx->reader, &errm);
 			if (errm)
 				elog(ERROR, "could not find record for logical decoding: %s", errm);
-			if (record != NULL && !record_is_skipped(&st, ctx->reader))
-				LogicalDecodingProcessRecord(ctx, ctx->reader);
+			if (record != NULL)
+			{
+				RecordAction act = record_action(&st, ctx->reader);
+
+				if (act == RECORD_DECODE)
+					LogicalDecodingProcessRecord(ctx, ctx->reader);
+				else if (act == RECORD_KNOW)
+					record_make_known(ctx, ctx->reader);
+			}
 			CHECK_FOR_INTERRUPTS();
 		}
 		/* decoding's internal subtransactions may leave another owner current */

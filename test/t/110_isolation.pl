@@ -202,14 +202,20 @@ wait_for(q{SELECT state = 'idle' FROM autocdc.flows WHERE name = 'bob_flow'}, '2
 # 3b. big transactions while they are being written: bob's flow applies a
 # 2M-row transaction (in the laggard lane), which completes; then 2M-row
 # inserts into a table no flow reads, and into another database.  Each
-# pass decodes from the main slot's restart point, so alice's latency
-# stays low only if that point moves past the transaction while it is
-# still running (a transaction whose records are decoded, or merely make
-# it known to decoding — its serial column's sequence records — holds the
-# restart point at its start).
+# pass decodes from the main slot's restart point.  For a table no flow
+# reads that point moves past the transaction while it is still running (a
+# transaction whose records are decoded, or merely make it known to
+# decoding — its serial column's sequence records — would hold the restart
+# point at its start).  A transaction on a table some flow reads holds it,
+# whichever slot serves that flow now: the flow may come back to the main
+# slot before the transaction ends (section 7).  Then every main pass reads
+# all of it again, without decoding it: alice's latency grows with its size
+# (about 0.8 s at 2M rows here), and is bounded by 2 s in that case; by 1 s
+# in the others.
 sub during_big_insert
 {
-	my ($label, $db, $insert) = @_;
+	my ($label, $db, $insert, $moves) = @_;
+	my $bound = $moves ? 1 : 2;
 	my $before = sql('SELECT pg_current_wal_lsn()');
 	my $big = $node->background_psql($db, on_error_stop => 0);
 	$big->query_until(qr/inserting/, "SET ROLE bob;\n\\echo inserting\n$insert;\n");
@@ -236,25 +242,37 @@ sub during_big_insert
 	}
 	note "$label latencies: " . join(' ', @all);
 	cmp_ok(scalar(@all), '>=', 5, "$label: alice's latency sampled while the insert runs");
-	cmp_ok($worst, '<', 1, "$label: alice's latency stays under 1 s (worst $worst s)");
-	ok($passed, "$label: the main slot's restart point moves past the running transaction");
+	cmp_ok($worst, '<', $bound, "$label: alice's latency stays under $bound s (worst $worst s)");
+	if ($moves)
+	{
+		ok($passed, "$label: the main slot's restart point moves past the running transaction");
+	}
+	else
+	{
+		ok(!$passed, "$label: the main slot's restart point stays at the running transaction");
+	}
 	$big->quit;
 }
 
 during_big_insert('3b', 'postgres',
-	q{INSERT INTO bob.feed (id, v) SELECT g, 'big' FROM generate_series(1000001, 3000000) g});
+	q{INSERT INTO bob.feed (id, v) SELECT g, 'big' FROM generate_series(1000001, 3000000) g}, 0);
 wait_for(q{SELECT count(*) = 2000000 FROM bob.tgt WHERE v = 'big'}, '3b: bob\'s 2M-row transaction is applied');
 is(flow_col('bob_flow', "coalesce(last_error, 'none')"), 'none', '3b: without an error');
+# the main slot's restart point moves on once the transaction has ended
+my $after_big = sql('SELECT pg_current_wal_lsn()');
+wait_for(qq{SELECT bool_and(s.restart_lsn > '$after_big') FROM pg_replication_slots s
+	JOIN autocdc_internal._slots() l USING (slot_name) WHERE NOT l.laggard},
+	'3b: the main slot\'s restart point moves past the transaction once it has ended');
 as('bob', q{CREATE TABLE bob.plain_big (id bigserial, v text)});
 during_big_insert('3b, a table no flow reads', 'postgres',
-	q{INSERT INTO bob.plain_big (v) SELECT 'big' FROM generate_series(1, 2000000)});
+	q{INSERT INTO bob.plain_big (v) SELECT 'big' FROM generate_series(1, 2000000)}, 1);
 as('bob', q{DROP TABLE bob.plain_big});
 sql(q{CREATE DATABASE elsewhere});
 $node->safe_psql('elsewhere', q{
 	CREATE SCHEMA bob AUTHORIZATION bob;
 	SET ROLE bob; CREATE TABLE bob.plain_big (id bigserial, v text);});
 during_big_insert('3b, another database', 'elsewhere',
-	q{INSERT INTO bob.plain_big (v) SELECT 'big' FROM generate_series(1, 2000000)});
+	q{INSERT INTO bob.plain_big (v) SELECT 'big' FROM generate_series(1, 2000000)}, 1);
 sql(q{DROP DATABASE elsewhere});
 
 # 3c. a first read longer than a slice: cut in the main lane, it must be
@@ -396,6 +414,40 @@ wait_for(q{SELECT state = 'idle' FROM autocdc.flows WHERE name = 'alice_flow'}, 
 is(sql(qq{SELECT count(*) FROM alice.tgt WHERE id = $id}), '1', '6: with the change it had not applied');
 $node->append_conf('postgresql.conf', 'autocdc.max_lag_age = 0');
 $node->reload;
+
+# 7. a transaction still running while its flow changes slots: alice's
+# flow moves to the laggard slot and back while one of her transactions is
+# open.  The main slot goes on meanwhile (bob's flow, checkpoints: its
+# restart point could move), but it must keep that transaction from its
+# first change, or the flow, back on it, would get only the rest.
+{
+	my $open = $node->background_psql('postgres', on_error_stop => 0);
+	my $start = sql('SELECT pg_current_wal_lsn()');
+	$open->query_safe(q{SET ROLE alice; BEGIN;
+		INSERT INTO alice.feed (id, v) SELECT g, 'open' FROM generate_series(500000, 500999) g;});
+	as('alice', q{SELECT autocdc.pause_flow('alice_flow')});
+	wait_for(q{SELECT lane = 'laggard' FROM autocdc.flows WHERE name = 'alice_flow'},
+		'7: paused, alice\'s flow moves to the laggard slot');
+	for my $i (1 .. 16)
+	{
+		my $bid = $next_id++;
+		as('bob', qq{INSERT INTO bob.feed (id, v) VALUES ($bid, 'on')});
+		sql('CHECKPOINT') if $i % 4 == 0;
+		sleep(0.5);
+	}
+	my $bid = $next_id - 1;
+	wait_for(qq{SELECT count(*) = 1 FROM bob.tgt WHERE id = $bid}, '7: bob\'s flow goes on meanwhile');
+	is(sql(qq{SELECT bool_and(s.restart_lsn <= '$start') FROM pg_replication_slots s
+			JOIN autocdc_internal._slots() l USING (slot_name) WHERE NOT l.laggard}),
+		't', '7: the main slot\'s restart point stays before the open transaction of a flow it does not serve');
+	as('alice', q{SELECT autocdc.resume_flow('alice_flow')});
+	wait_for(q{SELECT lane = 'main' FROM autocdc.flows WHERE name = 'alice_flow'},
+		'7: resumed, alice\'s flow moves back to the main slot');
+	$open->query_safe('COMMIT');
+	$open->quit;
+	wait_for(q{SELECT count(*) = 1000 FROM alice.tgt WHERE v = 'open'},
+		'7: back on the main slot, the flow applies the whole transaction');
+}
 
 # the slot samples (the sampler died with the crash: its samples committed)
 my $max = sql(q{SELECT max(n) FROM slot_samples});
