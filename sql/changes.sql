@@ -209,6 +209,18 @@ SELECT num_events FROM autocdc.full_refresh('c_doc_hist');
 SELECT c_run('c_doc_copy') AS events;
 SELECT * FROM c_doc_check;
 SELECT count(*) AS versions_of_5 FROM c_doc_hist WHERE id = 5;
+-- events skipped by skip_events do not reach the store, which then starts
+-- empty: a pointer it would have filled with an older value fails instead
+SELECT pg_current_wal_lsn() AS before_skip \gset
+UPDATE c_doc SET body = c_big(6);
+SELECT pg_current_wal_lsn() AS skip_upto \gset
+SELECT autocdc.skip_events('c_doc_copy', :'skip_upto');
+UPDATE c_doc SET n = 7;
+SELECT c_show($$SELECT autocdc.run_flow('c_doc_copy')$$) LIKE '55000: flow "c_doc_copy": an update of source "c_doc" at X/X left the out-of-line value%' AS fails;
+SELECT num_skipped_events, c_store('c_doc_copy') AS copy_store FROM autocdc.flows WHERE name = 'c_doc_copy';
+SELECT num_events FROM autocdc.full_refresh('c_doc_copy');
+SELECT c_run('c_doc_hist') AS events;
+SELECT * FROM c_doc_check;
 -- under REPLICA IDENTITY FULL the WAL's old row holds the value
 ALTER TABLE c_doc REPLICA IDENTITY FULL;
 UPDATE c_doc SET n = 3;

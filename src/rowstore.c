@@ -718,6 +718,16 @@ rowstore_resolve(FlowDef *flow, Tuplestorestate *batch, TupleDesc bdesc, RowNote
 	}
 	else
 		r.nonempty = OidIsValid(relid) && store_has_rows(flow->id);
+	if (notes->skipped && r.nonempty)
+	{
+		/*
+		 * Skipped events may have changed values the store holds: a pointer
+		 * it would fill with an older value fails instead.
+		 */
+		if (SPI_execute_plan(r.empty, NULL, NULL, false, 0) != SPI_OK_DELETE)
+			elog(ERROR, "row store of flow \"%s\": could not empty it", flow->name);
+		r.nonempty = false;
+	}
 	if (!r.nonempty && notes->nmarks == 0)
 		return batch;
 

@@ -40,6 +40,8 @@ typedef struct RowNotes
 	int			nmarks;
 	int			maxmarks;
 	bool		read;			/* a first read: the store starts from fill */
+	bool		skipped;		/* events were skipped (skip_events): the
+								 * store starts empty */
 	Tuplestorestate *fill;		/* key columns, then the values (bytea[]) */
 	TupleDesc	filldesc;
 	int64		nfill;

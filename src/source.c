@@ -1395,6 +1395,8 @@ dispatch_change(DecodeState *st, Relation relation, ReorderBufferChangeType acti
 			/* (a feed's skipped updates and deletes were no events anyway) */
 			if (fc->c->flow->changes || action == REORDER_BUFFER_CHANGE_INSERT)
 				fc->c->m->num_skipped++;
+			if (fc->c->notes != NULL)
+				fc->c->notes->skipped = true;	/* the row store cannot follow */
 			continue;
 		}
 		if (fc->c->flow->changes && !dr->identity_ok[k - 1] &&
