@@ -452,6 +452,15 @@ store_run(Resolver *r, SPIPlanPtr plan, Datum values, int expected)
 			 r->flow->name, SPI_result_code_string(rc));
 }
 
+/* Delete every entry of the store. */
+static void
+store_empty(Resolver *r)
+{
+	if (SPI_execute_plan(r->empty, NULL, NULL, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "row store of flow \"%s\": could not empty it", r->flow->name);
+	r->nonempty = false;
+}
+
 /*
  * The entry the last statement returned, if any, into vals/vnulls (maxatt
  * long; values copied into the current memory context).
@@ -516,8 +525,7 @@ resolve_upsert(Resolver *r, RowMark *mark, Datum *values, bool *nulls)
 	if (mark != NULL && mark->pointers)
 	{
 		for (c = 0; c < l->nkeys; c++)
-			if (r->keynulls[c] == ' ' && l->keytypes[c] != InvalidOid &&
-				get_typlen(l->keytypes[c]) == -1 &&
+			if (r->keynulls[c] == ' ' && get_typlen(l->keytypes[c]) == -1 &&
 				VARATT_IS_EXTERNAL_ONDISK(DatumGetPointer(r->keyvals[c])))
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -607,11 +615,7 @@ resolve_event(Resolver *r, RowMark *mark, Datum *values, bool *nulls)
 	if (strcmp(ct, "truncate") == 0)
 	{
 		if (r->nonempty)
-		{
-			if (SPI_execute_plan(r->empty, NULL, NULL, false, 0) != SPI_OK_DELETE)
-				elog(ERROR, "row store of flow \"%s\": could not empty it", r->flow->name);
-		}
-		r->nonempty = false;
+			store_empty(r);
 		r->prev = NULL;
 		return;
 	}
@@ -724,9 +728,7 @@ rowstore_resolve(FlowDef *flow, Tuplestorestate *batch, TupleDesc bdesc, RowNote
 		 * Skipped events may have changed values the store holds: a pointer
 		 * it would fill with an older value fails instead.
 		 */
-		if (SPI_execute_plan(r.empty, NULL, NULL, false, 0) != SPI_OK_DELETE)
-			elog(ERROR, "row store of flow \"%s\": could not empty it", flow->name);
-		r.nonempty = false;
+		store_empty(&r);
 	}
 	if (!r.nonempty && notes->nmarks == 0)
 		return batch;

@@ -996,14 +996,13 @@ typedef struct DecodedChange
 	bool	   *nwhole;			/* out-of-line values that came whole */
 	Datum	   *ovalues;
 	bool	   *onulls;
-	bool	   *owhole;
 	bool		moved;			/* an update that changes the key */
 } DecodedChange;
 
 /*
  * Deform a decoded tuple.  Out-of-line values that the decoder assembled
  * from the transaction's TOAST chunks are in its memory and are copied
- * (and noted in whole: the row store keeps them); a pointer into the TOAST
+ * (and noted in whole, unless NULL: the row store keeps them); a pointer into the TOAST
  * table (the WAL of an UPDATE that left the value unchanged) is left as it
  * is, for the caller to fill: it is never dereferenced, since the table's
  * chunks may have been vacuumed away or reused since.
@@ -1015,7 +1014,8 @@ deform_decoded(TupleDesc desc, HeapTuple tup, Datum **values, bool **nulls, bool
 
 	*values = palloc(sizeof(Datum) * desc->natts);
 	*nulls = palloc(sizeof(bool) * desc->natts);
-	*whole = palloc0(sizeof(bool) * desc->natts);
+	if (whole)
+		*whole = palloc0(sizeof(bool) * desc->natts);
 	heap_deform_tuple(tup, desc, *values, *nulls);
 	for (j = 0; j < desc->natts; j++)
 		if (!(*nulls)[j] && TupleDescAttr(desc, j)->attlen == -1 &&
@@ -1024,7 +1024,8 @@ deform_decoded(TupleDesc desc, HeapTuple tup, Datum **values, bool **nulls, bool
 		{
 			(*values)[j] = PointerGetDatum(detoast_external_attr((struct varlena *)
 																 DatumGetPointer((*values)[j])));
-			(*whole)[j] = true;
+			if (whole)
+				(*whole)[j] = true;
 		}
 }
 
@@ -1041,7 +1042,7 @@ static void
 change_old(DecodedChange *ch)
 {
 	if (ch->ovalues == NULL)
-		deform_decoded(ch->desc, ch->oldtup, &ch->ovalues, &ch->onulls, &ch->owhole);
+		deform_decoded(ch->desc, ch->oldtup, &ch->ovalues, &ch->onulls, NULL);
 }
 
 /* Stop capturing a flow for this pass; its error is raised when it is applied. */
