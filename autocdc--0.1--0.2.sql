@@ -95,6 +95,8 @@ ALTER TABLE autocdc.flow ADD COLUMN source_kind text NOT NULL DEFAULT 'feed'
 	CHECK (source_kind IN ('feed', 'changes'));
 ALTER TABLE autocdc.flow_state ADD COLUMN progress_timestamp timestamptz;
 ALTER TABLE autocdc.flow_state ADD COLUMN resync_reason text;
+-- false: the target's one flow folds in commit order and keeps no per-key hidden state
+ALTER TABLE autocdc.target ADD COLUMN keeps_state boolean NOT NULL DEFAULT true;
 
 -- the database's slots (main and laggard) that can serve flows
 CREATE FUNCTION autocdc_internal._slots(OUT slot_name name, OUT confirmed_flush pg_lsn,

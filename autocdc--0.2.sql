@@ -66,7 +66,11 @@ CREATE TABLE autocdc.target (
 	seq_type	regtype NOT NULL,
 	seq_typname name,			-- composite <target>_seq created by autocdc
 	columns		name[] NOT NULL, -- data columns of the target, in order
-	created_at	timestamptz NOT NULL DEFAULT now()
+	created_at	timestamptz NOT NULL DEFAULT now(),
+	-- false: the target's one flow is an SCD 1 changes() flow sequenced by
+	-- _commit_timestamp, which folds in arrival order and needs no per-key
+	-- hidden state (src/define.c)
+	keeps_state boolean NOT NULL DEFAULT true
 );
 
 CREATE TABLE autocdc.flow (

@@ -23,6 +23,16 @@ $f$;
 CREATE FUNCTION c_run(flow text) RETURNS bigint LANGUAGE sql AS $f$
 	SELECT num_events FROM autocdc.run_flow(flow)
 $f$;
+-- c_state_rows(target) counts the rows of a target's hidden state
+CREATE FUNCTION c_state_rows(tgt regclass) RETURNS bigint LANGUAGE plpgsql AS $f$
+DECLARE
+	n bigint;
+BEGIN
+	EXECUTE format('SELECT count(*) FROM autocdc_state.%I',
+				   'target_' || (SELECT t.id FROM autocdc.target t WHERE t.relid = tgt)) INTO n;
+	RETURN n;
+END
+$f$;
 
 -- an OLTP table with rows before the flows exist (their first read)
 CREATE TABLE c_prod (id int PRIMARY KEY, name text, price numeric);
@@ -121,10 +131,72 @@ SELECT c_run('c_hist') AS events;
 SELECT num_events FROM autocdc.full_refresh('c_hist', discard_history => true);
 SELECT id, name, price FROM c_hist ORDER BY id, __start_at;
 -- a target several flows write cannot keep its history through a refresh
-SELECT autocdc.create_flow(target => 'c_copy', source => 'changes(c_prod)', keys => '{id}',
-	name => 'c_copy2', continuous => false);
-SELECT c_show($$SELECT autocdc.full_refresh('c_copy')$$);
-SELECT autocdc.drop_flow('c_copy2');
+SELECT autocdc.create_flow(target => 'c_hist', source => 'changes(c_prod)', keys => '{id}',
+	stored_as_scd_type => '2', name => 'c_hist2', continuous => false);
+SELECT c_show($$SELECT autocdc.full_refresh('c_hist')$$);
+SELECT autocdc.drop_flow('c_hist2');
+
+-- an SCD 1 copy sequenced by _commit_timestamp keeps no hidden state (its
+-- events cannot be late); every other kind of flow keeps it
+SELECT relid, keeps_state FROM autocdc.target
+ WHERE relid IN ('c_copy'::regclass, 'c_hist'::regclass) ORDER BY relid::text;
+SELECT autocdc.create_flow(target => 'c_lsn', source => 'changes(c_prod)', keys => '{id}',
+	sequence_by => '_commit_lsn', continuous => false);
+SELECT autocdc.create_flow(target => 'c_nulls', source => 'changes(c_prod)', keys => '{id}',
+	ignore_null_updates => true, continuous => false);
+SELECT relid, keeps_state FROM autocdc.target
+ WHERE relid IN ('c_lsn'::regclass, 'c_nulls'::regclass) ORDER BY relid::text;
+SELECT c_run('c_copy') AS events, c_run('c_lsn') AS events, c_run('c_nulls') AS events;
+-- updates, deletes, a truncate: the copy still equals the table, and its
+-- hidden state stays empty
+UPDATE c_prod SET price = price + 1;
+INSERT INTO c_prod VALUES (20, 'sloe', 200), (21, 'rowan', 210);
+DELETE FROM c_prod WHERE id = 20;
+SELECT c_run('c_copy') AS events;
+TRUNCATE c_prod;
+INSERT INTO c_prod VALUES (9, 'yuzu', 92), (22, 'quince', 220);
+SELECT c_run('c_copy') AS events;
+SELECT * FROM c_copy ORDER BY id;
+SELECT count(*) AS differences FROM ((TABLE c_copy EXCEPT TABLE c_prod) UNION ALL (TABLE c_prod EXCEPT TABLE c_copy)) d;
+SELECT c_state_rows('c_copy') AS copy_state;
+SELECT c_run('c_lsn') AS events, c_run('c_nulls') AS events;
+SELECT c_state_rows('c_lsn') AS lsn_state, c_state_rows('c_nulls') AS nulls_state;
+-- such a target takes no second flow; a target other flows write already
+-- gives the changes() flow hidden state
+CREATE TABLE c_feed (id int, name text, price numeric, changed timestamptz);
+SELECT c_show($$SELECT autocdc.create_flow(target => 'c_copy', source => 'changes(c_prod)',
+	keys => '{id}', name => 'c_copy2')$$);
+SELECT c_show($$SELECT autocdc.create_flow(target => 'c_copy', source => 'c_feed', keys => '{id}',
+	sequence_by => 'price', name => 'c_copy2')$$);
+SELECT autocdc.create_flow(target => 'c_both', source => 'c_feed', keys => '{id}',
+	sequence_by => 'changed', except_column_list => '{changed}', continuous => false);
+SELECT autocdc.create_flow(target => 'c_both', source => 'changes(c_prod)', keys => '{id}',
+	name => 'c_both2', continuous => false);
+SELECT keeps_state FROM autocdc.target WHERE relid = 'c_both'::regclass;
+-- a late feed event loses against the changes() flow's newer one
+SELECT c_run('c_both2') AS events;
+INSERT INTO c_feed VALUES (9, 'old', 1, '2000-01-01');
+SELECT c_run('c_both') AS events;
+SELECT * FROM c_both ORDER BY id;
+SELECT autocdc.drop_flow('c_both2');
+SELECT autocdc.drop_flow('c_both', drop_target => true);
+-- a flow of another kind joining such a target that no flow writes any more
+-- turns its state on for good
+SELECT autocdc.drop_flow('c_lsn', drop_target => true);
+SELECT autocdc.drop_flow('c_nulls', drop_target => true);
+CREATE TABLE c_solo (id int PRIMARY KEY, v text);
+SELECT autocdc.create_flow(target => 'c_solo_copy', source => 'changes(c_solo)', keys => '{id}',
+	continuous => false);
+SELECT autocdc.drop_flow('c_solo_copy');
+SELECT autocdc.create_flow(target => 'c_solo_copy', source => 'changes(c_solo)', keys => '{id}',
+	continuous => false);
+SELECT keeps_state FROM autocdc.target WHERE relid = 'c_solo_copy'::regclass;
+SELECT autocdc.drop_flow('c_solo_copy');
+SELECT autocdc.create_flow(target => 'c_solo_copy', source => 'changes(c_solo)', keys => '{id}',
+	sequence_by => '_commit_lsn', continuous => false);
+SELECT keeps_state FROM autocdc.target WHERE relid = 'c_solo_copy'::regclass;
+SELECT autocdc.drop_flow('c_solo_copy', drop_target => true);
+DROP TABLE c_solo, c_feed;
 
 -- out-of-line values: an UPDATE that leaves one unchanged logs only a pointer
 -- into the TOAST table, which autocdc never reads; each flow's row store

@@ -15,6 +15,10 @@
  *   - otherwise every event that is not a tie loser: a later tie can undo
  *     any event, and SCD 2 re-splits versions from their events.
  *   - every truncate.
+ * A target whose one flow folds in arrival order (an SCD 1 changes() flow
+ * sequenced by _commit_timestamp, see define.c) keeps none of it: every new
+ * event of a key is later than all before it, so the fold needs only the
+ * target's row.
  *
  * A run is set-based: one query classifies the batch (user expressions are
  * evaluated there, as the owner) while C validates each event and gathers
@@ -135,6 +139,8 @@ typedef struct ApplyCtx
 	bool		keys_outgrew;	/* the keyhash was given up for its size */
 	bool		hashfold;		/* the fold takes new events from the entries */
 	int64		njoinkeys;		/* keys the fold's query joins to; -1: all */
+	bool		stateless;		/* the target keeps no per-key hidden state:
+								 * its one flow folds in arrival order */
 } ApplyCtx;
 
 /* The apply whose keys the hash callbacks below compare (one at a time). */
@@ -191,6 +197,9 @@ apply_setup(ApplyCtx *a, FlowDef *flow)
 	TypeCacheEntry *tc;
 
 	a->flow = flow;
+	a->stateless = !flow->keeps_state;
+	if (a->stateless && (flow->scd != '1' || flow->ignore_nulls))
+		elog(ERROR, "target of flow \"%s\" keeps no hidden state, but the flow needs it", flow->name);
 	a->kind = storage_kind(flow->scd);
 	a->c.ignore_nulls = flow->ignore_nulls;
 	a->staterel = storage_state_relid(flow->target_id);
@@ -817,6 +826,8 @@ load_state_truncates(ApplyCtx *a, List **truncs)
 							   qualified_relname(a->staterel));
 	uint64		i;
 
+	if (a->stateless)
+		return;
 	if (SPI_execute(sql, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read truncates");
 	for (i = 0; i < SPI_processed; i++)
@@ -878,10 +889,15 @@ put_state_row(ApplyCtx *a, Tuplestorestate *ts, Datum *dvals, bool *dnulls,
 	heap_freetuple(tup);
 }
 
-/* Store an event row into the hidden state's insert list. */
+/*
+ * Store an event row into the hidden state's insert list (nothing for a
+ * target without per-key state: the next event of a key is later anyway).
+ */
 static void
 keep_event(ApplyCtx *a, Ev *e)
 {
+	if (a->stateless)
+		return;
 	if (e->tup)
 		tuplestore_puttuple(a->sins, e->tup);
 	else
@@ -1560,15 +1576,17 @@ stream_sql(ApplyCtx *a, FlowDef *flow, bool everykey)
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
 					 "SELECT %d AS __src, x.ctid AS __tid, %s, NULL::%s, NULL::pg_catalog.pg_lsn, "
-					 "NULL::pg_catalog.int8, NULL::pg_catalog.\"char\"%s, 0 AS __grp FROM ONLY %s x%s "
-					 "UNION ALL "
-					 "SELECT %d, x.ctid, %s, x.%s, x.%s, x.%s, x.%s%s, 1 FROM %s x%s "
-					 "WHERE x.%s OPERATOR(pg_catalog.<>) '%c' ",
+					 "NULL::pg_catalog.int8, NULL::pg_catalog.\"char\"%s, 0 AS __grp FROM ONLY %s x%s ",
 					 EV_TARGET, data_list(a, "x.", false), seqtype, periods.data,
-					 qualified_relname(flow->target), filter,
-					 EV_STATE, data_list(a, "x.", false), STATE_SEQ_NAME, STATE_LSN_NAME,
-					 STATE_ORD_NAME, STATE_KIND_NAME, noperiods.data,
-					 qualified_relname(a->staterel), filter, STATE_KIND_NAME, EVENT_TRUNCATE);
+					 qualified_relname(flow->target), filter);
+	if (!a->stateless)
+		appendStringInfo(&sql,
+						 "UNION ALL "
+						 "SELECT %d, x.ctid, %s, x.%s, x.%s, x.%s, x.%s%s, 1 FROM %s x%s "
+						 "WHERE x.%s OPERATOR(pg_catalog.<>) '%c' ",
+						 EV_STATE, data_list(a, "x.", false), STATE_SEQ_NAME, STATE_LSN_NAME,
+						 STATE_ORD_NAME, STATE_KIND_NAME, noperiods.data,
+						 qualified_relname(a->staterel), filter, STATE_KIND_NAME, EVENT_TRUNCATE);
 	if (!a->hashfold)
 		appendStringInfo(&sql,
 						 "UNION ALL "

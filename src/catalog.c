@@ -289,6 +289,7 @@ typedef enum FlowColumn
 	FC_SOURCE_KIND,
 	FC_PROGRESS_TS,
 	FC_RESYNC_REASON,
+	FC_KEEPS_STATE,
 	FC_NCOLUMNS
 } FlowColumn;
 
@@ -334,6 +335,7 @@ static const char *const flow_columns[FC_NCOLUMNS] = {
 	[FC_SOURCE_KIND] = "f.source_kind",
 	[FC_PROGRESS_TS] = "s.progress_timestamp",
 	[FC_RESYNC_REASON] = "s.resync_reason",
+	[FC_KEEPS_STATE] = "t.keeps_state IS DISTINCT FROM false",
 };
 
 /* Column c of the flow row being read (NULL: *isnull). */
@@ -423,6 +425,7 @@ flow_from_row(HeapTuple tup, TupleDesc desc)
 	f->changes = strcmp(flow_text(tup, desc, FC_SOURCE_KIND), "changes") == 0;
 	d = FLOW_GET(FC_PROGRESS_TS, &isnull);
 	f->progress_ts = isnull ? 0 : DatumGetTimestampTz(d);
+	f->keeps_state = DatumGetBool(FLOW_GET(FC_KEEPS_STATE, &isnull));
 	return f;
 }
 
@@ -854,7 +857,7 @@ catalog_load_target(Oid relid, TargetDef *t)
 	Datum		d;
 
 	arg_oid(&a, relid);
-	if (cat_exec("SELECT id, scd_type, keys, seq_type::pg_catalog.oid, seq_typname, columns "
+	if (cat_exec("SELECT id, scd_type, keys, seq_type::pg_catalog.oid, seq_typname, columns, keeps_state "
 				 "FROM autocdc.target WHERE relid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
 				 &a, SPI_OK_SELECT) == 0)
 		return false;
@@ -866,6 +869,7 @@ catalog_load_target(Oid relid, TargetDef *t)
 	d = result_value(5, &isnull);
 	t->seq_typname = isnull ? NULL : pstrdup(NameStr(*DatumGetName(d)));
 	t->columns = array_to_names(result_value(6, &isnull));
+	t->keeps_state = DatumGetBool(result_value(7, &isnull));
 	return true;
 }
 
@@ -883,10 +887,25 @@ catalog_insert_target(TargetDef *t)
 	arg_add(&a, NAMEOID, t->seq_typname ? DirectFunctionCall1(namein, CStringGetDatum(t->seq_typname)) : 0,
 			t->seq_typname == NULL);
 	arg_names(&a, t->columns, false);
-	cat_exec("INSERT INTO autocdc.target (relid, scd_type, keys, seq_type, seq_typname, columns) "
-			 "VALUES ($1::pg_catalog.regclass, $2, $3, $4::pg_catalog.regtype, $5, $6) RETURNING id",
+	arg_bool(&a, t->keeps_state);
+	cat_exec("INSERT INTO autocdc.target (relid, scd_type, keys, seq_type, seq_typname, columns, keeps_state) "
+			 "VALUES ($1::pg_catalog.regclass, $2, $3, $4::pg_catalog.regtype, $5, $6, $7) RETURNING id",
 			 &a, SPI_OK_INSERT_RETURNING);
 	t->id = DatumGetInt32(result_value(1, &isnull));
+}
+
+/*
+ * From now on the target keeps per-key hidden state (a flow that needs it
+ * joined a target none writes any more).
+ */
+void
+catalog_set_target_keeps_state(int target_id)
+{
+	CatArgs		a = {0};
+
+	arg_int4(&a, target_id);
+	cat_exec("UPDATE autocdc.target SET keeps_state = true WHERE id OPERATOR(pg_catalog.=) $1",
+			 &a, SPI_OK_UPDATE);
 }
 
 /*

@@ -59,6 +59,8 @@ typedef struct FlowDef
 	char	   *tombstone_retention;	/* this flow's, as interval text */
 	char	   *retention;		/* the target's: the longest of its flows', or
 								 * NULL (forever) */
+	bool		keeps_state;	/* the target keeps per-key hidden state
+								 * (false: see define.c) */
 	bool		continuous;
 	/* progress */
 	bool		has_progress;
@@ -94,6 +96,8 @@ typedef struct TargetDef
 	char	   *seq_typname;	/* composite <target>_seq autocdc created, or
 								 * NULL */
 	List	   *columns;		/* data columns of the target, in order */
+	bool		keeps_state;	/* false: its one flow needs no per-key
+								 * hidden state */
 } TargetDef;
 
 /* Metrics of one run. */
@@ -154,6 +158,7 @@ extern bool catalog_is_continuous_source(Oid relid);
 /* targets */
 extern bool catalog_load_target(Oid relid, TargetDef *t);
 extern void catalog_insert_target(TargetDef *t);
+extern void catalog_set_target_keeps_state(int target_id);
 extern char *catalog_delete_target(int target_id);
 extern bool catalog_lock_target(int target_id, bool skip_locked);
 

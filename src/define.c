@@ -896,6 +896,53 @@ def_sequence_type(Definition *d)
 }
 
 /*
+ * Does the flow fold its events in the order they arrive?  An SCD 1
+ * changes() flow sequenced by _commit_timestamp (raised to increase strictly
+ * along arrival) without ignore_null_updates: each event of a key is later
+ * than every earlier one, the last decides, so the target row is all a run
+ * needs.  Alone in its target, such a flow keeps no per-key hidden state (no
+ * event values, tombstones or truncates), which halves what a run writes.
+ * Under _commit_lsn a transaction that committed before a first read's
+ * snapshot was taken but is not in it arrives later with a smaller
+ * sequence, so that one keeps state.
+ */
+static bool
+def_commit_ordered(Definition *d)
+{
+	return d->spec->kind == FLOW_CDC && d->changes && d->kind->code == '1' &&
+		!d->spec->ignore_nulls && strcmp(d->seq->normalized, "_commit_timestamp") == 0;
+}
+
+/*
+ * A target without hidden state takes no second flow: its keys' sequences
+ * are not known, so another flow's events could not be judged against them.
+ * A flow joining such a target that no flow writes any more makes it keep
+ * state from then on, unless it folds in arrival order too.
+ */
+static void
+check_target_state(Definition *d, const char *name)
+{
+	List	   *others;
+
+	if (d->tdef.keeps_state)
+		return;
+	others = catalog_target_flows(d->tdef.id);
+	if (others != NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("target \"%s\" is written by flow \"%s\", which keeps no hidden state",
+						name, (char *) linitial(others)),
+				 errdetail("An SCD 1 changes() flow sequenced by _commit_timestamp that alone writes its target keeps no per-key hidden state, so the events of another flow could not be judged against it."),
+				 errhint("Drop flow \"%s\" and create the other flows into the target first: a changes() flow that joins them keeps hidden state.",
+						 (char *) linitial(others))));
+	if (!def_commit_ordered(d))
+	{
+		catalog_set_target_keeps_state(d->tdef.id);
+		d->tdef.keeps_state = true;
+	}
+}
+
+/*
  * The target: an existing one must fit (and agree with the flows into it,
  * if autocdc knows it); a missing one is created, in the calling
  * transaction, as the caller.
@@ -926,6 +973,7 @@ def_target(Definition *d)
 
 		d->target_known = true;
 		check_target_free(d->tdef.id, name);
+		check_target_state(d, name);
 		foreach(lc, d->keys)
 			same_keys = same_keys && name_in_list(d->tdef.keys, lfirst(lc));
 		if (d->tdef.scd != d->kind->code || !same_keys || d->tdef.seq_type != d->seqtype)
@@ -952,6 +1000,7 @@ def_record_target(Definition *d)
 	d->tdef.keys = d->keys;
 	d->tdef.seq_type = d->seqtype;
 	d->tdef.seq_typname = d->seqtypname;
+	d->tdef.keeps_state = !def_commit_ordered(d);
 	foreach(lc, relation_columns(d->target))
 	{
 		ColInfo    *c = lfirst(lc);

@@ -91,7 +91,11 @@ for my $stream (1 .. $streams)
 			continuous => false);
 		SELECT autocdc.create_flow(target => 'p_hist', source => 'changes(src)', keys => '{id}',
 			stored_as_scd_type => '2', continuous => false);
+		-- p_copy keeps no hidden state, p_lsn (commit LSN order) keeps it
+		SELECT autocdc.create_flow(target => 'p_lsn', source => 'changes(src)', keys => '{id}',
+			sequence_by => '_commit_lsn', continuous => false);
 		SELECT num_events FROM autocdc.run_flow('p_copy');
+		SELECT num_events FROM autocdc.run_flow('p_lsn');
 		SELECT num_events FROM autocdc.run_flow('p_hist');});
 
 	my %model;        # id -> [a, md5(b)]
@@ -185,13 +189,14 @@ for my $stream (1 .. $streams)
 		}
 		if (rand() < 0.35)
 		{
-			push @script, 'SELECT run_flow(p_copy), run_flow(p_hist)';
-			sql(q{SELECT num_events FROM autocdc.run_flow('p_copy'); SELECT num_events FROM autocdc.run_flow('p_hist');});
+			push @script, 'SELECT run_flow(p_copy), run_flow(p_lsn), run_flow(p_hist)';
+			sql(q{SELECT num_events FROM autocdc.run_flow('p_copy'); SELECT num_events FROM autocdc.run_flow('p_hist');
+				SELECT num_events FROM autocdc.run_flow('p_lsn');});
 			sql('VACUUM src') if rand() < 0.5;
 		}
 	}
 	sql(q{SELECT num_events FROM autocdc.run_flow('p_copy'); SELECT num_events FROM autocdc.run_flow('p_hist');
-		SELECT num_events FROM autocdc.run_flow('p_late');});
+		SELECT num_events FROM autocdc.run_flow('p_late'); SELECT num_events FROM autocdc.run_flow('p_lsn');});
 
 	# the model's SCD 2 rows: per key, the versions the transactions made
 	my %ts = map { split /\|/ } split /\n/,
@@ -220,13 +225,18 @@ for my $stream (1 .. $streams)
 		  FROM p_hist}));
 	my $want_copy = join("\n", sort map { row_text($_, $model{$_}) } keys %model);
 	my %got;
-	for my $t (qw(src p_copy p_late))
+	for my $t (qw(src p_copy p_late p_lsn))
 	{
 		$got{$t} = join("\n", sort split /\n/, sql(qq{
 			SELECT concat_ws('|', id, coalesce(a::text, 'NULL'), coalesce(md5(b), 'NULL')) FROM $t}));
 	}
+	# the copy's target keeps no hidden state (its hidden state table stays empty)
+	my $copy_tid = sql(q{SELECT id FROM autocdc.target WHERE relid = 'p_copy'::regclass AND NOT keeps_state});
+	my $copy_state = $copy_tid eq '' ? 'keeps state' : sql(qq{SELECT count(*) FROM autocdc_state.target_$copy_tid});
+	my $lsn_tid = sql(q{SELECT id FROM autocdc.target WHERE relid = 'p_lsn'::regclass});
+	$copy_state .= '/' . sql(qq{SELECT count(*) > 0 OR NOT EXISTS (SELECT FROM p_lsn) FROM autocdc_state.target_$lsn_tid});
 	my $ok = $got{src} eq $want_copy && $got{p_copy} eq $want_copy && $got{p_late} eq $want_copy
-	  && $got_hist eq $want_hist;
+	  && $got{p_lsn} eq $want_copy && $got_hist eq $want_hist && $copy_state eq '0/t';
 	if (!$ok)
 	{
 		$failures++;
@@ -234,6 +244,8 @@ for my $stream (1 .. $streams)
 		is($got{src}, $want_copy, "stream $stream: the table is the model");
 		is($got{p_copy}, $want_copy, "stream $stream: SCD 1");
 		is($got{p_late}, $want_copy, "stream $stream: SCD 1 created half-way");
+		is($got{p_lsn}, $want_copy, "stream $stream: SCD 1 in commit LSN order, with hidden state");
+		is($copy_state, '0/t', "stream $stream: the SCD 1 copy keeps no hidden state, the other one does");
 		is($got_hist, $want_hist, "stream $stream: SCD 2");
 		last;
 	}
