@@ -159,6 +159,17 @@ SELECT c_run('c_copy') AS events;
 SELECT * FROM c_copy ORDER BY id;
 SELECT count(*) AS differences FROM ((TABLE c_copy EXCEPT TABLE c_prod) UNION ALL (TABLE c_prod EXCEPT TABLE c_copy)) d;
 SELECT c_state_rows('c_copy') AS copy_state;
+-- full_refresh (keeping the target, or discarding it) needs no state either
+UPDATE c_prod SET price = 93 WHERE id = 9;
+SELECT num_events, num_upserted_rows, num_deleted_rows FROM autocdc.full_refresh('c_copy');
+SELECT c_run('c_copy') AS events_after_refresh;
+SELECT num_events FROM autocdc.full_refresh('c_copy', discard_history => true);
+DELETE FROM c_prod WHERE id = 22;
+SELECT c_run('c_copy') AS events;
+SELECT * FROM c_copy ORDER BY id;
+SELECT c_state_rows('c_copy') AS copy_state;
+INSERT INTO c_prod VALUES (22, 'quince', 220);
+SELECT c_run('c_copy') AS events;
 SELECT c_run('c_lsn') AS events, c_run('c_nulls') AS events;
 SELECT c_state_rows('c_lsn') AS lsn_state, c_state_rows('c_nulls') AS nulls_state;
 -- such a target takes no second flow; a target other flows write already
