@@ -258,6 +258,21 @@ SELECT * FROM c_doc_check;
 SELECT id, n, length(body), md5(body) = md5(c_big(1)) AS big1, md5(body) = md5(c_big(2)) AS big2,
 	   md5(body) = md5(c_big(3)) AS big3
   FROM c_doc_hist ORDER BY id, __start_at;
+-- an update that leaves the value alone fills it from the store and leaves
+-- the store's entry as it was (nothing rewritten); one that writes it anew
+-- rewrites the entry
+SELECT format('autocdc_state.rows_%s', id) AS copy_store FROM autocdc.flow WHERE name = 'c_doc_copy' \gset
+SELECT xmin AS entry_xmin FROM :copy_store WHERE id = 2 \gset
+UPDATE c_doc SET n = 4 WHERE id = 2;
+SELECT c_run('c_doc_copy') AS events;
+SELECT xmin = :'entry_xmin' AS entry_untouched, (SELECT n FROM c_doc_copy WHERE id = 2) AS n
+  FROM :copy_store WHERE id = 2;
+UPDATE c_doc SET body = c_big(4) WHERE id = 2;
+UPDATE c_doc SET body = c_big(3) WHERE id = 2;
+SELECT c_run('c_doc_copy') AS events;
+SELECT xmin = :'entry_xmin' AS entry_untouched FROM :copy_store WHERE id = 2;
+SELECT c_run('c_doc_hist') AS events;
+SELECT * FROM c_doc_check;
 -- a key-changing update fills from the old key's entry, which moves; a value
 -- made short leaves the store; the values of rows not yet applied meanwhile
 -- are rewritten by VACUUM FULL

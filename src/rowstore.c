@@ -519,7 +519,10 @@ resolve_upsert(Resolver *r, RowMark *mark, Datum *values, bool *nulls)
 	bool	   *srcnulls = NULL;
 	bool		looked = false,
 				found = false,
-				any = false;
+				any = false,
+				changed = false;
+	int			nkept = 0,
+				nentry = 0;
 	int			c;
 
 	if (mark != NULL && mark->pointers)
@@ -570,14 +573,30 @@ resolve_upsert(Resolver *r, RowMark *mark, Datum *values, bool *nulls)
 		}
 		else if (mark == NULL || !bms_is_member(i - BATCH_DATA, mark->whole))
 			continue;
+		else
+			changed = true;		/* a value written now */
 		r->elems[a] = values[i];
 		r->enulls[a] = false;
 		any = true;
+		nkept++;
 	}
+	if (found)
+		for (c = 0; c < l->ncols; c++)
+			if (!srcnulls[l->colatts[c] - 1])
+				nentry++;
+
+	/*
+	 * Rewrite the entry unless it already holds exactly these values: every
+	 * one filled from it, and none of its others gone (an UPDATE that left
+	 * the out-of-line values alone rewrites nothing).
+	 */
 	if (any)
 	{
-		store_run(r, r->put, values_array(l, r->elems, r->enulls), SPI_OK_INSERT);
-		r->nonempty = true;
+		if (changed || !found || nkept != nentry)
+		{
+			store_run(r, r->put, values_array(l, r->elems, r->enulls), SPI_OK_INSERT);
+			r->nonempty = true;
+		}
 	}
 	else if (r->nonempty && (!looked || found))
 		store_run(r, r->remove, (Datum) 0, SPI_OK_DELETE_RETURNING);

@@ -43,6 +43,12 @@
 #      once) minus its __start_at (the source's commit time).  After the
 #      worker caught up, the history's current rows must equal
 #      pgbench_accounts.
+#   4. out-of-line values: three tables of BENCH_TOAST_ROWS rows, one with
+#      short values, two with a 4 kB incompressible value out of line per row
+#      (one under the default replica identity, one under FULL), each
+#      updated BENCH_TOAST_CHANGES times in another column and applied by
+#      one run_flow of its SCD 1 changes() flow: the row store's cost beside
+#      no out-of-line values and beside FULL.
 # Prints a markdown report (medians of the repetitions; ratios are the median
 # of the per-repetition ratios, with their range).
 # Environment:
@@ -59,7 +65,9 @@
 #   BENCH_RATE     pgbench transactions/s of part 3 (default 1000)
 #   BENCH_SCALE    pgbench scale of part 3 (default 10: 1M accounts, 10 branches; at scale 1
 #                  every transaction waits for the previous one's commit on the one branch row)
-#   BENCH_PARTS    parts to run (default "apply write keepup")
+#   BENCH_PARTS    parts to run (default "apply write toast keepup")
+#   BENCH_TOAST_ROWS, BENCH_TOAST_CHANGES  rows and updates of part 4 (default 20000, 40000;
+#                  --quick 2000, 4000)
 #   BENCH_WRITE_WORKER=0  leave out variant (d) of part 2
 #   BENCH_PGCONF   extra postgresql.conf lines
 #   BENCH_KEEP=1   leave the cluster running (prints how to connect and stop it)
@@ -69,7 +77,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 if [ "$(id -u)" -ne 0 ]; then echo "run as root" >&2; exit 1; fi
 if [ "${1:-}" = --quick ]; then
-	: "${BENCH_ROWS:=100000}" "${BENCH_CHANGES:=20000}" "${BENCH_REPEAT:=1}" "${BENCH_SECS:=10}" "${BENCH_WARMUP_SECS:=5}"
+	: "${BENCH_ROWS:=100000}" "${BENCH_CHANGES:=20000}" "${BENCH_TOAST_ROWS:=2000}" "${BENCH_TOAST_CHANGES:=4000}" "${BENCH_REPEAT:=1}" "${BENCH_SECS:=10}" "${BENCH_WARMUP_SECS:=5}"
 elif [ $# -gt 0 ]; then
 	echo "usage: $0 [--quick]" >&2; exit 2
 fi
@@ -81,7 +89,9 @@ SECS=${BENCH_SECS:-60}
 WARMUP=${BENCH_WARMUP_SECS:-10}
 RATE=${BENCH_RATE:-1000}
 SCALE=${BENCH_SCALE:-10}
-PARTS=${BENCH_PARTS:-apply write keepup}
+PARTS=${BENCH_PARTS:-apply write toast keepup}
+TOAST_ROWS=${BENCH_TOAST_ROWS:-20000}
+TOAST_CHANGES=${BENCH_TOAST_CHANGES:-40000}
 WRITE_WORKER=${BENCH_WRITE_WORKER:-1}
 if [ $((CHANGES % PER_TX)) -ne 0 ]; then echo "BENCH_CHANGES must be a multiple of BENCH_TX_SIZE" >&2; exit 2; fi
 # the deletes take distinct keys divisible by 5 (changes_setup.sql)
@@ -162,6 +172,7 @@ psql -d postgres -c "CREATE DATABASE results"
 psql -d results <<'EOF'
 CREATE TABLE apply_runs (rep int, method text, ord int, secs numeric, events bigint, same boolean);
 CREATE TABLE write_runs (rep int, variant text, secs numeric, drain_secs numeric, same boolean);
+CREATE TABLE toast_runs (rep int, variant text, secs numeric, events bigint, same boolean, state_kb bigint);
 CREATE TABLE keepup (phase text, secs int, tps numeric, versions bigint, p50 numeric, p90 numeric,
 	p99 numeric, max numeric, same boolean, drain_secs numeric, lane text);
 EOF
@@ -283,6 +294,72 @@ EOF
 done
 fi
 
+# ---------------------------------------------------------------- 4. out-of-line values
+# TOAST_ROWS rows whose body is a 4 kB value out of line, TOAST_CHANGES
+# updates of another column (in transactions of PER_TX): each logs only a
+# pointer to the unchanged body.  Three tables, the same rows and updates,
+# one SCD 1 changes() flow each: short bodies (nothing out of line: the
+# baseline), out-of-line bodies under the default replica identity (the row
+# store fills them), and the same under REPLICA IDENTITY FULL (the WAL holds
+# the old row).  Each flow's run applies its table's updates; the order of
+# the runs rotates between repetitions.
+if part toast; then
+for r in $(seq 1 "$REPEAT"); do
+	db=toast_$r
+	psql -d postgres -c "CREATE DATABASE $db"
+	psql -d "$db" -q <<EOF
+CREATE EXTENSION autocdc;
+-- 4096 characters of hex from md5: pglz finds nothing to compress
+CREATE FUNCTION big(i int) RETURNS text LANGUAGE sql IMMUTABLE AS
+	\$\$SELECT string_agg(md5(i::text || '/' || j), '') FROM generate_series(1, 128) j\$\$;
+CREATE TABLE docs_short (id int PRIMARY KEY, n int NOT NULL, body text);
+CREATE TABLE docs_store (LIKE docs_short INCLUDING ALL);
+CREATE TABLE docs_full (LIKE docs_short INCLUDING ALL);
+ALTER TABLE docs_full REPLICA IDENTITY FULL;
+INSERT INTO docs_short SELECT g, 0, left(md5(g::text), 20) FROM generate_series(1, $TOAST_ROWS) g;
+INSERT INTO docs_store SELECT g, 0, big(g) FROM generate_series(1, $TOAST_ROWS) g;
+INSERT INTO docs_full SELECT * FROM docs_store;
+SELECT autocdc.create_flow(target => 'copy_' || t, source => 'changes(docs_' || t || ')', keys => '{id}',
+	continuous => false) FROM unnest('{short,store,full}'::text[]) t \g /dev/null
+SELECT count(*) FROM (SELECT autocdc.run_flow('copy_' || t) FROM unnest('{short,store,full}'::text[]) t) r \g /dev/null
+SELECT count(*) FROM (SELECT autocdc.run_flow('copy_' || t) FROM unnest('{short,store,full}'::text[]) t) r \g /dev/null
+CREATE PROCEDURE toast_writes(t text) LANGUAGE plpgsql AS \$\$
+BEGIN
+	FOR i IN 1..$TOAST_CHANGES LOOP
+		EXECUTE format('UPDATE %I SET n = n + 1 WHERE id = \$1', 'docs_' || t)
+			USING 1 + (i::bigint * 7919) % $TOAST_ROWS;
+		IF i % $PER_TX = 0 THEN COMMIT; END IF;
+	END LOOP;
+	COMMIT;
+END \$\$;
+CALL toast_writes('short');
+CALL toast_writes('store');
+CALL toast_writes('full');
+VACUUM ANALYZE;
+CHECKPOINT;
+EOF
+	case $((r % 3)) in
+	1) order="short store full" ;;
+	2) order="store full short" ;;
+	0) order="full short store" ;;
+	esac
+	for t in $order; do
+		IFS='|' read -r secs events same store_kb <<<"$(q "$db" -F '|' <<EOF
+SELECT clock_timestamp() AS t0 \gset
+SELECT num_events FROM autocdc.run_flow('copy_$t') \gset
+SELECT round(extract(epoch FROM clock_timestamp() - :'t0')::numeric, 3), :num_events,
+	   (SELECT md5(string_agg(concat_ws('|', id, n, md5(body)), ',' ORDER BY id)) FROM docs_$t)
+	 = (SELECT md5(string_agg(concat_ws('|', id, n, md5(body)), ',' ORDER BY id)) FROM copy_$t),
+	   (SELECT hidden_state_bytes / 1024 FROM autocdc.flows WHERE name = 'copy_$t')
+EOF
+)"
+		echo "  toast repetition $r, $t: ${secs} s ($events events), copy equal: $same, hidden state $store_kb kB"
+		psql -d results -c "INSERT INTO toast_runs VALUES ($r, '$t', $secs, $events, '$same', $store_kb)"
+	done
+	psql -d postgres -c "DROP DATABASE $db"
+done
+fi
+
 # ---------------------------------------------------------------- 3. keep-up
 if part keepup; then
 	psql -d postgres -c "CREATE DATABASE keepup"
@@ -360,6 +437,7 @@ fi
 echo
 echo "total benchmark time: $(( $(date +%s) - start )) s; load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 psql -d results -v rows="$ROWS" -v changes="$CHANGES" -v ntx="$NTX" -v per_tx="$PER_TX" -v scale="$SCALE" -v rate="$RATE" \
+	-v toast_rows="$TOAST_ROWS" -v toast_changes="$TOAST_CHANGES" \
 	-f "$work/changes_report.sql"
 if grep -qE 'PANIC|TRAP|terminated by signal' "$work/server.log"; then
 	echo "server log shows a crash:" >&2

@@ -1,4 +1,5 @@
--- changes_bench.sh: the results as markdown (psql -v rows, changes, ntx, per_tx, scale, rate).
+-- changes_bench.sh: the results as markdown (psql -v rows, changes, ntx, per_tx, scale, rate,
+-- toast_rows, toast_changes).
 -- time = median over the repetitions; a ratio = the median of the
 -- per-repetition ratios to the reference of the same repetition (their range).
 \set ON_ERROR_STOP 1
@@ -18,7 +19,8 @@ LANGUAGE sql AS $$ SELECT CASE WHEN ok = n THEN 'equal (' || n || '/' || n || ')
 
 SELECT EXISTS (SELECT FROM apply_runs) AS have_apply,
 	   EXISTS (SELECT FROM write_runs) AS have_write,
-	   EXISTS (SELECT FROM keepup) AS have_keepup \gset
+	   EXISTS (SELECT FROM keepup) AS have_keepup,
+	   EXISTS (SELECT FROM toast_runs) AS have_toast \gset
 
 \if :have_apply
 \echo
@@ -119,4 +121,32 @@ SELECT format('| %s | %s | %s | %s | %s ms | %s ms | %s ms | %s ms | %s | %s | %
 			  CASE phase WHEN 'run' THEN '< 100 ms / < 440 ms' ELSE '' END, coalesce(drain_secs::text, ''),
 			  CASE phase WHEN 'run' THEN pg_temp.checked(CASE WHEN same THEN 1 ELSE 0 END, 1) ELSE '' END)
   FROM keepup ORDER BY phase = 'run';
+\endif
+
+\if :have_toast
+\echo
+SELECT format('### 4. out-of-line values: %s updates of a column beside a 4 kB out-of-line value, %s rows',
+			  to_char(:toast_changes, 'FM999,999,999'), to_char(:toast_rows, 'FM999,999,999'));
+\echo
+\echo 'One `run_flow` of an SCD 1 `changes()` flow per table, each applying its table''s updates (the WAL logs only a pointer to'
+\echo 'the unchanged value). Short values: nothing out of line (the baseline). Row store: the default replica identity, the'
+\echo 'flow''s row store fills the value. FULL: `REPLICA IDENTITY FULL`, the WAL holds the old row. Hidden state = the flow''s'
+\echo '`hidden_state_bytes` after the run (target state and row store). Check: the copy equals the table (md5 of the rows).'
+\echo
+\echo '| table | time (s) | per repetition (s) | vs short values | hidden state | check |'
+\echo '|---|---:|---|---:|---:|---|'
+WITH runs AS (
+	SELECT t.*, t.secs / b.secs AS ratio,
+		   CASE t.variant WHEN 'short' THEN 1 WHEN 'store' THEN 2 ELSE 3 END AS pos
+	  FROM toast_runs t JOIN toast_runs b ON b.rep = t.rep AND b.variant = 'short')
+SELECT format('| %s | %s | %s | %s | %s kB | %s |',
+			  CASE variant WHEN 'short' THEN 'short values' WHEN 'store' THEN '4 kB values, row store'
+				   ELSE '4 kB values, `REPLICA IDENTITY FULL`' END,
+			  to_char(percentile_cont(0.5) WITHIN GROUP (ORDER BY secs), 'FM999990.00'),
+			  string_agg(secs::text, ', ' ORDER BY rep),
+			  CASE variant WHEN 'short' THEN '1.00'
+				   ELSE pg_temp.ratio(percentile_cont(0.5) WITHIN GROUP (ORDER BY ratio), min(ratio), max(ratio), count(*)) END,
+			  to_char(max(state_kb), 'FM999,999,990'),
+			  pg_temp.checked(count(*) FILTER (WHERE same), count(*)))
+  FROM runs GROUP BY variant, pos ORDER BY pos;
 \endif
