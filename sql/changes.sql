@@ -325,6 +325,22 @@ UPDATE c_doc SET n = 3;
 VACUUM FULL c_doc;
 SELECT c_run('c_doc_copy') AS events, c_run('c_doc_hist') AS events;
 SELECT * FROM c_doc_check;
+-- under FULL too, an update that leaves the value alone rewrites no entry
+-- that holds it already, and writes one that is missing
+SELECT format('autocdc_state.rows_%s', id) AS copy_store FROM autocdc.flow WHERE name = 'c_doc_copy' \gset
+SELECT min(xmin::text) AS entry_xmin FROM :copy_store \gset
+UPDATE c_doc SET n = 5;
+SELECT c_run('c_doc_copy') AS events;
+SELECT bool_and(xmin::text = :'entry_xmin') AS entries_untouched, count(*) AS entries FROM :copy_store;
+DELETE FROM :copy_store;
+UPDATE c_doc SET n = 6;
+SELECT c_run('c_doc_copy') AS events;
+SELECT count(*) AS entries, bool_and(xmin::text <> :'entry_xmin') AS written_again FROM :copy_store;
+-- back under the default identity, the store fills the pointers again
+ALTER TABLE c_doc REPLICA IDENTITY DEFAULT;
+UPDATE c_doc SET n = 7;
+SELECT c_run('c_doc_copy') AS events, c_run('c_doc_hist') AS events;
+SELECT * FROM c_doc_check;
 DROP VIEW c_doc_check;
 -- the row store goes with its flow
 SELECT id AS hist_id FROM autocdc.flow WHERE name = 'c_doc_hist' \gset

@@ -162,7 +162,8 @@ rownotes_new(ResourceOwner owner)
 
 /* Note what matters to the store of the upsert at a place in the batch. */
 void
-rownotes_mark(RowNotes *notes, int64 row, Bitmapset *whole, bool pointers, bool moved)
+rownotes_mark(RowNotes *notes, int64 row, Bitmapset *whole, Bitmapset *unchanged,
+			  bool pointers, bool moved)
 {
 	MemoryContext old = MemoryContextSwitchTo(notes->cxt);
 	RowMark    *m;
@@ -177,6 +178,7 @@ rownotes_mark(RowNotes *notes, int64 row, Bitmapset *whole, bool pointers, bool 
 	m = &notes->marks[notes->nmarks++];
 	m->row = row;
 	m->whole = bms_copy(whole);
+	m->unchanged = bms_copy(unchanged);
 	m->pointers = pointers;
 	m->moved = moved;
 	MemoryContextSwitchTo(old);
@@ -525,9 +527,9 @@ resolve_upsert(Resolver *r, RowMark *mark, Datum *values, bool *nulls)
 				nentry = 0;
 	int			c;
 
-	if (mark != NULL && mark->pointers)
+	if (mark != NULL && (mark->pointers || mark->unchanged != NULL))
 	{
-		for (c = 0; c < l->nkeys; c++)
+		for (c = 0; c < l->nkeys && mark->pointers; c++)
 			if (r->keynulls[c] == ' ' && get_typlen(l->keytypes[c]) == -1 &&
 				VARATT_IS_EXTERNAL_ONDISK(DatumGetPointer(r->keyvals[c])))
 				ereport(ERROR,
@@ -570,6 +572,12 @@ resolve_upsert(Resolver *r, RowMark *mark, Datum *values, bool *nulls)
 			if (src == NULL || srcnulls[a])
 				no_value(r, values, c);
 			values[i] = src[a];
+		}
+		else if (mark != NULL && bms_is_member(i - BATCH_DATA, mark->unchanged))
+		{
+			/* from the old row: rewrite the entry only if it differs */
+			if (src == NULL || srcnulls[a] || !datum_image_eq(values[i], src[a], false, -1))
+				changed = true;
 		}
 		else if (mark == NULL || !bms_is_member(i - BATCH_DATA, mark->whole))
 			continue;

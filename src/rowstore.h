@@ -23,6 +23,9 @@ typedef struct RowMark
 	int64		row;			/* 0: the batch's first row */
 	Bitmapset  *whole;			/* batch data positions whose value was out
 								 * of line and came whole */
+	Bitmapset  *unchanged;		/* positions whose pointer was filled from
+								 * the WAL's old row (REPLICA IDENTITY FULL):
+								 * the store should hold the value already */
 	bool		pointers;		/* some value is a pointer to fill */
 	bool		moved;			/* the key changed: fill from the old key's */
 } RowMark;
@@ -50,8 +53,8 @@ typedef struct RowNotes
 extern char *rowstore_name(int flow_id);
 extern bool rowstore_column_read(FlowDef *flow, const char *name);
 extern RowNotes *rownotes_new(ResourceOwner owner);
-extern void rownotes_mark(RowNotes *notes, int64 row, Bitmapset *whole, bool pointers,
-						  bool moved);
+extern void rownotes_mark(RowNotes *notes, int64 row, Bitmapset *whole,
+						  Bitmapset *unchanged, bool pointers, bool moved);
 extern void rowstore_read(FlowDef *flow, RowNotes *notes);
 extern Tuplestorestate *rowstore_resolve(FlowDef *flow, Tuplestorestate *batch,
 										 TupleDesc bdesc, RowNotes *notes);

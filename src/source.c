@@ -1091,6 +1091,7 @@ emit_event(DecodedChange *ch, FeedCapture *fc, int *map, Datum *dv, bool *dn,
 	bool	   *nulls = palloc(sizeof(bool) * bdesc->natts);
 	bool		upsert = pseudo && fc->c->notes != NULL && dv != NULL && dv == ch->nvalues;
 	Bitmapset  *whole = NULL;
+	Bitmapset  *unchanged = NULL;
 	bool		pointers = false;
 	int			i;
 
@@ -1116,7 +1117,7 @@ emit_event(DecodedChange *ch, FeedCapture *fc, int *map, Datum *dv, bool *dn,
 		{
 			values[BATCH_DATA + i] = old[h];	/* REPLICA IDENTITY FULL */
 			if (upsert && fc->reads[i])
-				whole = bms_add_member(whole, i);
+				unchanged = bms_add_member(unchanged, i);
 			continue;
 		}
 		if (!fc->reads[i])
@@ -1139,9 +1140,9 @@ emit_event(DecodedChange *ch, FeedCapture *fc, int *map, Datum *dv, bool *dn,
 					 NULL);
 		return;
 	}
-	if (whole != NULL || pointers)
-		rownotes_mark(fc->c->notes, tuplestore_tuple_count(fc->c->batch), whole, pointers,
-					  ch->moved);
+	if (whole != NULL || unchanged != NULL || pointers)
+		rownotes_mark(fc->c->notes, tuplestore_tuple_count(fc->c->batch), whole, unchanged,
+					  pointers, ch->moved);
 	if (pseudo)
 	{
 		int			p = BATCH_DATA + ndata;
