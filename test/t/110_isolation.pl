@@ -201,7 +201,7 @@ wait_for(q{SELECT state = 'idle' FROM autocdc.flows WHERE name = 'bob_flow'}, '2
 
 # 3b. big transactions while they are being written: bob's flow applies a
 # 2M-row transaction (in the laggard lane), which completes; then 2M-row
-# inserts into a table no flow reads, and into another database.  Each
+# inserts (4M rows) into a table no flow reads, and into another database.  Each
 # pass decodes from the main slot's restart point.  For a table no flow
 # reads that point moves past the transaction while it is still running (a
 # transaction whose records are decoded, or merely make it known to
@@ -264,15 +264,16 @@ wait_for(qq{SELECT bool_and(s.restart_lsn > '$after_big') FROM pg_replication_sl
 	JOIN autocdc_internal._slots() l USING (slot_name) WHERE NOT l.laggard},
 	'3b: the main slot\'s restart point moves past the transaction once it has ended');
 as('bob', q{CREATE TABLE bob.plain_big (id bigserial, v text)});
+# (4M rows: on a fast machine 2M rows were written within five samples)
 during_big_insert('3b, a table no flow reads', 'postgres',
-	q{INSERT INTO bob.plain_big (v) SELECT 'big' FROM generate_series(1, 2000000)}, 1);
+	q{INSERT INTO bob.plain_big (v) SELECT 'big' FROM generate_series(1, 4000000)}, 1);
 as('bob', q{DROP TABLE bob.plain_big});
 sql(q{CREATE DATABASE elsewhere});
 $node->safe_psql('elsewhere', q{
 	CREATE SCHEMA bob AUTHORIZATION bob;
 	SET ROLE bob; CREATE TABLE bob.plain_big (id bigserial, v text);});
 during_big_insert('3b, another database', 'elsewhere',
-	q{INSERT INTO bob.plain_big (v) SELECT 'big' FROM generate_series(1, 2000000)}, 1);
+	q{INSERT INTO bob.plain_big (v) SELECT 'big' FROM generate_series(1, 4000000)}, 1);
 sql(q{DROP DATABASE elsewhere});
 
 # 3c. a first read longer than a slice: cut in the main lane, it must be
