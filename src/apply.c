@@ -197,11 +197,12 @@ apply_setup(ApplyCtx *a, FlowDef *flow)
 	TypeCacheEntry *tc;
 
 	a->flow = flow;
-	a->stateless = !flow->keeps_state;
-	if (a->stateless && (flow->scd != '1' || flow->ignore_nulls))
-		elog(ERROR, "target of flow \"%s\" keeps no hidden state, but the flow needs it", flow->name);
 	a->kind = storage_kind(flow->scd);
 	a->c.ignore_nulls = flow->ignore_nulls;
+	/* without state, the fold sees only the new events: the last must decide */
+	a->stateless = !flow->keeps_state;
+	if (a->stateless && !a->kind->last_event_decides(&a->c))
+		elog(ERROR, "target of flow \"%s\" keeps no hidden state, but the flow needs it", flow->name);
 	a->staterel = storage_state_relid(flow->target_id);
 	if (!OidIsValid(a->staterel))
 		elog(ERROR, "hidden state of flow \"%s\" is missing", flow->name);
@@ -1547,9 +1548,9 @@ setup_truncates(ApplyCtx *a, List *truncs)
 }
 
 /*
- * The query that merges the target rows, the hidden state and (unless the
- * fold takes them from the keyhash) the new events of the touched keys, or
- * of every key with everykey.  Rows: __src, __tid, the data columns, then
+ * The query that merges the target rows, the hidden state (none for a
+ * target without it) and (unless the fold takes them from the keyhash) the
+ * new events of the touched keys, or of every key with everykey.  Rows: __src, __tid, the data columns, then
  * the event columns (EVENT_SEQ...), then the kind's period columns, then
  * __grp (target rows first within a key); ordered by key, then target rows,
  * then events by (sequence, arrival).
