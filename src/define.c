@@ -76,6 +76,8 @@ typedef struct Definition
 	ExprInfo   *trunc;
 	Oid			seqtype;
 	char	   *seqtypname;
+	ExprInfo   *sysseq;			/* bitemporal: system_sequence_by */
+	Oid			sysseqtype;
 	/* target */
 	RangeVar   *trv;
 	Oid			target;
@@ -956,7 +958,8 @@ def_target(Definition *d)
 	if (!OidIsValid(d->target))
 	{
 		d->target = storage_create_target(d->trv->schemaname, d->trv->relname, d->tgtcols,
-										  d->selected, d->kind, d->keys, d->seqtype);
+										  d->selected, d->kind, d->keys, d->seqtype,
+										  d->sysseqtype);
 		return;
 	}
 	if (!compat_class_ownercheck(d->target, GetUserId()))

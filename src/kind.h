@@ -27,9 +27,12 @@ typedef struct StorageKind
 
 	/*
 	 * Append to CREATE TABLE, after the data columns: the period columns and
-	 * the primary key (keys: the quoted key list; seqtype: qualified type).
+	 * the primary key (keys: the quoted key list; seqtype, sysseqtype: the
+	 * qualified types of the sequence and of the system sequence, NULL
+	 * where the kind has none).
 	 */
-	void		(*target_definition) (StringInfo sql, const char *keys, const char *seqtype);
+	void		(*target_definition) (StringInfo sql, const char *keys, const char *seqtype,
+									  const char *sysseqtype);
 
 	/* Create the target's other indexes (target: qualified name). */
 	void		(*target_indexes) (const char *target, const char *keys);

@@ -16,7 +16,8 @@
 
 /* PRIMARY KEY (keys) */
 static void
-scd1_target_definition(StringInfo sql, const char *keys, const char *seqtype)
+scd1_target_definition(StringInfo sql, const char *keys, const char *seqtype,
+						 const char *sysseqtype)
 {
 	appendStringInfo(sql, "PRIMARY KEY (%s)", keys);
 }

@@ -25,7 +25,8 @@ static const char *const scd2_periods[] = {SCD_START_NAME, SCD_END_NAME};
 
 /* __start_at T, __end_at T, PRIMARY KEY (keys, __start_at) */
 static void
-scd2_target_definition(StringInfo sql, const char *keys, const char *seqtype)
+scd2_target_definition(StringInfo sql, const char *keys, const char *seqtype,
+						 const char *sysseqtype)
 {
 	appendStringInfo(sql, "%s %s, %s %s, PRIMARY KEY (%s, %s)",
 					 SCD_START_NAME, seqtype, SCD_END_NAME, seqtype, keys, SCD_START_NAME);

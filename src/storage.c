@@ -70,7 +70,7 @@ storage_reserved_column(const char *name)
  */
 Oid
 storage_create_target(const char *schema, const char *name, List *srccols, List *selected,
-					  const StorageKind *kind, List *keys, Oid seqtype)
+					  const StorageKind *kind, List *keys, Oid seqtype, Oid sysseqtype)
 {
 	StringInfoData sql;
 	ListCell   *lc;
@@ -84,7 +84,8 @@ storage_create_target(const char *schema, const char *name, List *srccols, List 
 
 		appendStringInfo(&sql, "%s, ", column_definition(c->name, c->typid, c->typmod, c->collation));
 	}
-	kind->target_definition(&sql, quoted_list(keys), format_type_be_qualified(seqtype));
+	kind->target_definition(&sql, quoted_list(keys), format_type_be_qualified(seqtype),
+							OidIsValid(sysseqtype) ? format_type_be_qualified(sysseqtype) : NULL);
 	appendStringInfoChar(&sql, ')');
 	spi_exec(sql.data, SPI_OK_UTILITY);
 	kind->target_indexes(qname, quoted_list(keys));

@@ -17,7 +17,8 @@ extern char *storage_state_name(int target_id);
 extern Oid	storage_state_relid(int target_id);
 extern bool storage_reserved_column(const char *name);
 extern Oid	storage_create_target(const char *schema, const char *name, List *srccols,
-								  List *selected, const StorageKind *kind, List *keys, Oid seqtype);
+								  List *selected, const StorageKind *kind, List *keys, Oid seqtype,
+								  Oid sysseqtype);
 extern void storage_create_state(int target_id, Oid target, Oid seqtype, List *keys);
 extern void storage_check_target(Oid target, const char *name, List *srccols, List *selected,
 								 const StorageKind *kind, Oid seqtype);

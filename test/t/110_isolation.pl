@@ -201,7 +201,9 @@ wait_for(q{SELECT state = 'idle' FROM autocdc.flows WHERE name = 'bob_flow'}, '2
 
 # 3b. big transactions while they are being written: bob's flow applies a
 # 2M-row transaction (in the laggard lane), which completes; then 2M-row
-# inserts (4M rows) into a table no flow reads, and into another database.  Each
+# inserts into a table no flow reads, and into another database.  Each insert
+# sleeps 8 s at its last row, so that the transaction stays open, its rows
+# written, long enough for five samples however fast the machine.  Each
 # pass decodes from the main slot's restart point.  For a table no flow
 # reads that point moves past the transaction while it is still running (a
 # transaction whose records are decoded, or merely make it known to
@@ -255,7 +257,8 @@ sub during_big_insert
 }
 
 during_big_insert('3b', 'postgres',
-	q{INSERT INTO bob.feed (id, v) SELECT g, 'big' FROM generate_series(1000001, 3000000) g}, 0);
+	q{INSERT INTO bob.feed (id, v) SELECT g, CASE WHEN g = 3000000 AND pg_sleep(8) IS NOT NULL THEN 'big' ELSE 'big' END
+	  FROM generate_series(1000001, 3000000) g}, 0);
 wait_for(q{SELECT count(*) = 2000000 FROM bob.tgt WHERE v = 'big'}, '3b: bob\'s 2M-row transaction is applied');
 is(flow_col('bob_flow', "coalesce(last_error, 'none')"), 'none', '3b: without an error');
 # the main slot's restart point moves on once the transaction has ended
@@ -264,16 +267,17 @@ wait_for(qq{SELECT bool_and(s.restart_lsn > '$after_big') FROM pg_replication_sl
 	JOIN autocdc_internal._slots() l USING (slot_name) WHERE NOT l.laggard},
 	'3b: the main slot\'s restart point moves past the transaction once it has ended');
 as('bob', q{CREATE TABLE bob.plain_big (id bigserial, v text)});
-# (4M rows: on a fast machine 2M rows were written within five samples)
 during_big_insert('3b, a table no flow reads', 'postgres',
-	q{INSERT INTO bob.plain_big (v) SELECT 'big' FROM generate_series(1, 4000000)}, 1);
+	q{INSERT INTO bob.plain_big (v) SELECT CASE WHEN g = 2000000 AND pg_sleep(8) IS NOT NULL THEN 'big' ELSE 'big' END
+	  FROM generate_series(1, 2000000) g}, 1);
 as('bob', q{DROP TABLE bob.plain_big});
 sql(q{CREATE DATABASE elsewhere});
 $node->safe_psql('elsewhere', q{
 	CREATE SCHEMA bob AUTHORIZATION bob;
 	SET ROLE bob; CREATE TABLE bob.plain_big (id bigserial, v text);});
 during_big_insert('3b, another database', 'elsewhere',
-	q{INSERT INTO bob.plain_big (v) SELECT 'big' FROM generate_series(1, 4000000)}, 1);
+	q{INSERT INTO bob.plain_big (v) SELECT CASE WHEN g = 2000000 AND pg_sleep(8) IS NOT NULL THEN 'big' ELSE 'big' END
+	  FROM generate_series(1, 2000000) g}, 1);
 sql(q{DROP DATABASE elsewhere});
 
 # 3c. a first read longer than a slice: cut in the main lane, it must be
