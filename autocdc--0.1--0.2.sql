@@ -97,6 +97,8 @@ ALTER TABLE autocdc.flow_state ADD COLUMN progress_timestamp timestamptz;
 ALTER TABLE autocdc.flow_state ADD COLUMN resync_reason text;
 -- false: the target's one flow folds in commit order and keeps no per-key hidden state
 ALTER TABLE autocdc.target ADD COLUMN keeps_state boolean NOT NULL DEFAULT true;
+-- bitemporal targets: the system sequence's type, and its composite <target>_sysseq
+ALTER TABLE autocdc.target ADD COLUMN sysseq_type regtype, ADD COLUMN sysseq_typname name;
 
 -- the database's slots (main and laggard) that can serve flows
 CREATE FUNCTION autocdc_internal._slots(OUT slot_name name, OUT confirmed_flush pg_lsn,

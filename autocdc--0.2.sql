@@ -70,7 +70,9 @@ CREATE TABLE autocdc.target (
 	-- false: the target's one flow is an SCD 1 changes() flow sequenced by
 	-- _commit_timestamp, which folds in arrival order and needs no per-key
 	-- hidden state (src/define.c)
-	keeps_state boolean NOT NULL DEFAULT true
+	keeps_state boolean NOT NULL DEFAULT true,
+	sysseq_type regtype,		-- bitemporal: the system sequence's type
+	sysseq_typname name			-- composite <target>_sysseq created by autocdc
 );
 
 CREATE TABLE autocdc.flow (

@@ -93,8 +93,10 @@ SELECT e_leftovers();
 
 -- SCD type; features that are not there yet
 SELECT e_try($$SELECT autocdc.create_flow('e_t_a', 'e_feed', '{id}', 'seq', stored_as_scd_type => '3')$$) AS unknown_scd_type;
+SELECT e_try($$SELECT autocdc.create_flow('e_t_a', 'e_feed', '{id}', 'seq', stored_as_scd_type => 'bitemporal')$$)
+	AS bitemporal_without_system_sequence;
 SELECT e_try($$SELECT autocdc.create_flow('e_t_a', 'e_feed', '{id}', 'seq', stored_as_scd_type => 'bitemporal',
-	system_sequence_by => 'seq')$$) AS bitemporal;
+	system_sequence_by => 'seq', tombstone_retention => '1 day')$$) AS bitemporal_tombstone_retention;
 SELECT e_try($$SELECT autocdc.create_flow('e_t_a', 'e_feed', '{id}', 'seq',
 	system_sequence_by => 'seq')$$) AS system_sequence_without_bitemporal;
 SELECT e_try($$SELECT autocdc.create_flow('e_t_a', 'changes(e_feed)', '{id}')$$) AS changes_source;

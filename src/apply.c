@@ -104,6 +104,8 @@ typedef struct ApplyCtx
 	FoldCols	c;				/* the data columns and the sequence */
 	int		   *dattno;			/* data idx -> state attribute index */
 	int			bk[STATE_NCOLUMNS]; /* state attribute index of each StateColumn */
+	int			bksys;			/* and of the system sequence (bitemporal), or
+								 * -1 */
 	int		   *tmap;			/* target attno-1 -> data idx, TMAP_PERIOD(p), or
 								 * TMAP_NONE */
 	/* truncates, sorted */
@@ -169,9 +171,9 @@ typedef struct KeyEntry
 } KeyEntry;
 
 static void put_state_row(ApplyCtx *a, Tuplestorestate *ts, Datum *dvals, bool *dnulls,
-						  Datum seq, XLogRecPtr lsn, int64 ord, char kind);
+						  Datum seq, XLogRecPtr lsn, int64 ord, char kind, Datum sysseq);
 static HeapTuple form_state_tuple(ApplyCtx *a, Datum *dvals, bool *dnulls,
-								  Datum seq, XLogRecPtr lsn, int64 ord, char kind);
+								  Datum seq, XLogRecPtr lsn, int64 ord, char kind, Datum sysseq);
 
 /* Append a tid to a growable array. */
 static void
@@ -184,6 +186,13 @@ push_tid(MemoryContext cxt, ItemPointerData **arr, int *n, int *max, ItemPointer
 			: MemoryContextAllocHuge(cxt, sizeof(ItemPointerData) * *max);
 	}
 	(*arr)[(*n)++] = *tid;
+}
+
+/* The type of period column p of the flow's kind. */
+static Oid
+period_type(ApplyCtx *a, int p)
+{
+	return p >= a->kind->sysperiods_from ? a->flow->sysseq_type : a->flow->seq_type;
 }
 
 /* Set up column metadata for a flow's target and state. */
@@ -221,6 +230,7 @@ apply_setup(ApplyCtx *a, FlowDef *flow)
 	a->c.ndata = 0;
 	for (i = 0; i < STATE_NCOLUMNS; i++)
 		a->bk[i] = -1;
+	a->bksys = -1;
 	for (i = 0; i < a->sdesc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(a->sdesc, i);
@@ -228,6 +238,11 @@ apply_setup(ApplyCtx *a, FlowDef *flow)
 
 		if (att->attisdropped)
 			continue;
+		if (strcmp(NameStr(att->attname), STATE_SYSSEQ_NAME) == 0)
+		{
+			a->bksys = i;
+			continue;
+		}
 		for (k = 0; k < STATE_NCOLUMNS; k++)
 			if (strcmp(NameStr(att->attname), state_columns[k].name) == 0)
 			{
@@ -249,6 +264,27 @@ apply_setup(ApplyCtx *a, FlowDef *flow)
 					 errdetail("Its bookkeeping column %s is missing or has another type.",
 							   state_columns[i].name),
 					 errhint("Drop the flow and create it again.")));
+	}
+	a->c.has_sys = a->kind->sysperiods_from < a->kind->nperiods;
+	a->c.sysperiods_from = a->kind->sysperiods_from;
+	if (a->c.has_sys &&
+		(a->bksys < 0 || TupleDescAttr(a->sdesc, a->bksys)->atttypid != flow->sysseq_type))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+				 errmsg("hidden state %s of flow \"%s\" has been altered",
+						qualified_relname(a->staterel), flow->name),
+				 errdetail("Its bookkeeping column %s is missing or has another type.",
+						   STATE_SYSSEQ_NAME),
+				 errhint("Drop the flow and create it again.")));
+	if (a->c.has_sys)
+	{
+		tc = lookup_type_cache(flow->sysseq_type, TYPECACHE_CMP_PROC_FINFO);
+		if (!OidIsValid(tc->cmp_proc_finfo.fn_oid))
+			elog(ERROR, "system sequence type %u has no comparison function", flow->sysseq_type);
+		fmgr_info_copy(&a->c.syscmp, &tc->cmp_proc_finfo, CurrentMemoryContext);
+		a->c.syscoll = TupleDescAttr(a->sdesc, a->bksys)->attcollation;
+		a->c.sys_is_row = type_is_rowtype(flow->sysseq_type);
+		get_typlenbyval(flow->sysseq_type, &a->c.syslen, &a->c.sysbyval);
 	}
 	a->c.dnames = palloc(sizeof(char *) * a->c.ndata);
 	a->c.dtypes = palloc(sizeof(Oid) * a->c.ndata);
@@ -317,13 +353,14 @@ apply_setup(ApplyCtx *a, FlowDef *flow)
 
 		/* target rows are formed from the state's values: the types must agree */
 		if ((a->tmap[i] >= 0 && att->atttypid != a->c.dtypes[a->tmap[i]]) ||
-			(TMAP_IS_PERIOD(a->tmap[i]) && att->atttypid != flow->seq_type))
+			(TMAP_IS_PERIOD(a->tmap[i]) && att->atttypid != period_type(a, TMAP_PERIOD_OF(a->tmap[i]))))
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
 					 errmsg("column \"%s\" of target \"%s\" has type %s, but flow \"%s\" writes type %s",
 							NameStr(att->attname), get_rel_name(flow->target),
 							format_type_be(att->atttypid), flow->name,
-							format_type_be(a->tmap[i] >= 0 ? a->c.dtypes[a->tmap[i]] : flow->seq_type)),
+							format_type_be(a->tmap[i] >= 0 ? a->c.dtypes[a->tmap[i]] :
+										   period_type(a, TMAP_PERIOD_OF(a->tmap[i])))),
 					 errhint("Change the column back, or drop the flow and create it again.")));
 	}
 }
@@ -575,14 +612,15 @@ static void
 check_event_shape(ApplyCtx *a, TupleDesc desc)
 {
 	int			i;
-	bool		ok = desc->natts == a->c.ndata + 4;
+	bool		ok = desc->natts == a->c.ndata + 4 + (a->c.has_sys ? 1 : 0);
 
 	for (i = 0; ok && i < a->c.ndata; i++)
 		ok = TupleDescAttr(desc, i)->atttypid == a->c.dtypes[i];
 	ok = ok && TupleDescAttr(desc, a->c.ndata)->atttypid == a->flow->seq_type &&
 		TupleDescAttr(desc, a->c.ndata + 1)->atttypid == LSNOID &&
 		TupleDescAttr(desc, a->c.ndata + 2)->atttypid == INT8OID &&
-		TupleDescAttr(desc, a->c.ndata + 3)->atttypid == CHAROID;
+		TupleDescAttr(desc, a->c.ndata + 3)->atttypid == CHAROID &&
+		(!a->c.has_sys || TupleDescAttr(desc, a->c.ndata + 4)->atttypid == a->flow->sysseq_type);
 	if (!ok)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -600,12 +638,13 @@ check_event_shape(ApplyCtx *a, TupleDesc desc)
  * skipped and reported when the refresh ends.
  */
 static void
-invalid_event(ClassifyScan *cs, XLogRecPtr lsn, int64 ord, bool null_key)
+invalid_event(ClassifyScan *cs, XLogRecPtr lsn, int64 ord, bool null_key, bool system)
 {
 	ApplyCtx   *a = cs->a;
 	FlowDef    *f = a->flow;
 	char	   *key = fold_key_text(&a->c, cs->values, cs->nulls);
-	const char *what = null_key ? "a null key column" : "a null sequence";
+	const char *what = null_key ? "a null key column" :
+		system ? "a null system sequence" : "a null sequence";
 
 	if (f->skip_invalid)
 	{
@@ -655,6 +694,7 @@ classify_row(HeapTuple tup, TupleDesc desc, void *arg)
 	XLogRecPtr	lsn;
 	int			i;
 	bool		isnull;
+	Datum		sysseq = (Datum) 0;
 
 	if (cs->n == 0)
 		check_event_shape(a, desc);
@@ -664,8 +704,17 @@ classify_row(HeapTuple tup, TupleDesc desc, void *arg)
 	cs->n++;
 	if (fold_seq_is_null(&a->c, values[a->c.ndata], nulls[a->c.ndata]))
 	{
-		invalid_event(cs, lsn, DatumGetInt64(values[a->c.ndata + 2]), false);
+		invalid_event(cs, lsn, DatumGetInt64(values[a->c.ndata + 2]), false, false);
 		return;
+	}
+	if (a->c.has_sys)
+	{
+		sysseq = values[a->c.ndata + 4];
+		if (fold_sys_is_null(&a->c, sysseq, nulls[a->c.ndata + 4]))
+		{
+			invalid_event(cs, lsn, DatumGetInt64(values[a->c.ndata + 2]), false, true);
+			return;
+		}
 	}
 	if (kind == EVENT_TRUNCATE)
 	{
@@ -678,13 +727,15 @@ classify_row(HeapTuple tup, TupleDesc desc, void *arg)
 		t->lsn = lsn;
 		t->ord = DatumGetInt64(values[a->c.ndata + 2]);
 		t->kind = EVENT_TRUNCATE;
+		if (a->c.has_sys)
+			t->sysseq = datumCopy(sysseq, a->c.sysbyval, a->c.syslen);
 		cs->truncs = lappend(cs->truncs, t);
 	}
 	else
 		for (i = 0; i < a->c.nkeys; i++)
 			if (nulls[a->c.keyidx[i]])
 			{
-				invalid_event(cs, lsn, DatumGetInt64(values[a->c.ndata + 2]), true);
+				invalid_event(cs, lsn, DatumGetInt64(values[a->c.ndata + 2]), true, false);
 				return;
 			}
 	if (kind != EVENT_TRUNCATE && a->keyhash != NULL)
@@ -700,7 +751,7 @@ classify_row(HeapTuple tup, TupleDesc desc, void *arg)
 			if (entry->nevs == 0 || fold_seq_compare(&a->c, values[a->c.ndata], entry->seq) >= 0)
 			{
 				ev = form_state_tuple(a, values, nulls, values[a->c.ndata], lsn,
-									  DatumGetInt64(values[a->c.ndata + 2]), kind);
+									  DatumGetInt64(values[a->c.ndata + 2]), kind, sysseq);
 				keep_last(a, entry, ev);
 				heap_freetuple(ev);
 				entry->seq = heap_getattr(entry->last, a->bk[0] + 1, a->sdesc, &isnull);
@@ -712,7 +763,7 @@ classify_row(HeapTuple tup, TupleDesc desc, void *arg)
 		Assert(a->inmem);
 		/* formed outside the packed context, which never reuses what is freed */
 		formed = form_state_tuple(a, values, nulls, values[a->c.ndata], lsn,
-								  DatumGetInt64(values[a->c.ndata + 2]), kind);
+								  DatumGetInt64(values[a->c.ndata + 2]), kind, sysseq);
 		old = MemoryContextSwitchTo(a->tupcxt);
 		ev = heap_copytuple(formed);
 		heap_freetuple(formed);
@@ -729,7 +780,7 @@ classify_row(HeapTuple tup, TupleDesc desc, void *arg)
 		return;
 	}
 	put_state_row(a, cs->events, values, nulls, values[a->c.ndata], lsn,
-				  DatumGetInt64(values[a->c.ndata + 2]), kind);
+				  DatumGetInt64(values[a->c.ndata + 2]), kind, sysseq);
 }
 
 /* The query that classifies the captured batch (BATCH_SOURCE). */
@@ -757,11 +808,14 @@ classify_sql(ApplyCtx *a)
 			appendStringInfo(&sql, "NULL::%s, ", format_type_be_qualified(a->c.dtypes[i]));
 	}
 	appendStringInfo(&sql, "(%s)::%s, s.__autocdc_lsn, s.__autocdc_ord, "
-					 "(CASE WHEN (%s) THEN 't' WHEN (%s) THEN 'd' ELSE 'u' END)::pg_catalog.\"char\" "
-					 "FROM autocdc_internal._batch(NULL::%s) AS s(",
+					 "(CASE WHEN (%s) THEN 't' WHEN (%s) THEN 'd' ELSE 'u' END)::pg_catalog.\"char\"",
 					 f->sequence_by, format_type_be_qualified(f->seq_type),
 					 f->truncates ? f->truncates : "false",
-					 f->deletes ? f->deletes : "false",
+					 f->deletes ? f->deletes : "false");
+	if (a->c.has_sys)
+		appendStringInfo(&sql, ", (%s)::%s", f->system_sequence_by,
+						 format_type_be_qualified(f->sysseq_type));
+	appendStringInfo(&sql, " FROM autocdc_internal._batch(NULL::%s) AS s(",
 					 format_type_be_qualified(get_rel_type_id(f->source)));
 	/* the batch's columns (run.c: new_batch) */
 	for (i = 0; i < bdesc->natts; i++)
@@ -795,8 +849,8 @@ classify(ApplyCtx *a, Tuplestorestate *events, List **truncs, const char *events
 	cs.events = events;
 	cs.truncs = NIL;
 	cs.n = 0;
-	cs.values = palloc(sizeof(Datum) * (a->c.ndata + 4));
-	cs.nulls = palloc(sizeof(bool) * (a->c.ndata + 4));
+	cs.values = palloc(sizeof(Datum) * (a->c.ndata + 5));
+	cs.nulls = palloc(sizeof(bool) * (a->c.ndata + 5));
 
 	cs.nskipped = 0;
 	initStringInfo(&cs.skipped);
@@ -822,8 +876,9 @@ classify(ApplyCtx *a, Tuplestorestate *events, List **truncs, const char *events
 static void
 load_state_truncates(ApplyCtx *a, List **truncs)
 {
-	char	   *sql = psprintf("SELECT __autocdc_seq, __autocdc_lsn, __autocdc_ord FROM %s "
+	char	   *sql = psprintf("SELECT __autocdc_seq, __autocdc_lsn, __autocdc_ord%s FROM %s "
 							   "WHERE __autocdc_kind OPERATOR(pg_catalog.=) 't'",
+							   a->c.has_sys ? ", " STATE_SYSSEQ_NAME : "",
 							   qualified_relname(a->staterel));
 	uint64		i;
 
@@ -842,6 +897,9 @@ load_state_truncates(ApplyCtx *a, List **truncs)
 		t->lsn = DatumGetLSN(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
 		t->ord = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3, &isnull));
 		t->kind = EVENT_TRUNCATE;
+		if (a->c.has_sys)
+			t->sysseq = datumCopy(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 4, &isnull),
+								  a->c.sysbyval, a->c.syslen);
 		*truncs = lappend(*truncs, t);
 	}
 }
@@ -849,7 +907,7 @@ load_state_truncates(ApplyCtx *a, List **truncs)
 /* Form a state row from data values (in data order) and bookkeeping. */
 static HeapTuple
 form_state_tuple(ApplyCtx *a, Datum *dvals, bool *dnulls,
-				 Datum seq, XLogRecPtr lsn, int64 ord, char kind)
+				 Datum seq, XLogRecPtr lsn, int64 ord, char kind, Datum sysseq)
 {
 	Datum	   *values = palloc(sizeof(Datum) * a->sdesc->natts);
 	bool	   *nulls = palloc(sizeof(bool) * a->sdesc->natts);
@@ -873,6 +931,11 @@ form_state_tuple(ApplyCtx *a, Datum *dvals, bool *dnulls,
 	values[a->bk[4]] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
 	for (i = 0; i < 5; i++)
 		nulls[a->bk[i]] = false;
+	if (a->bksys >= 0)
+	{
+		values[a->bksys] = sysseq;
+		nulls[a->bksys] = !a->c.has_sys;
+	}
 	tup = heap_form_tuple(a->sdesc, values, nulls);
 	pfree(values);
 	pfree(nulls);
@@ -882,9 +945,9 @@ form_state_tuple(ApplyCtx *a, Datum *dvals, bool *dnulls,
 /* Form a state row (data values in data order) into a tuplestore. */
 static void
 put_state_row(ApplyCtx *a, Tuplestorestate *ts, Datum *dvals, bool *dnulls,
-			  Datum seq, XLogRecPtr lsn, int64 ord, char kind)
+			  Datum seq, XLogRecPtr lsn, int64 ord, char kind, Datum sysseq)
 {
-	HeapTuple	tup = form_state_tuple(a, dvals, dnulls, seq, lsn, ord, kind);
+	HeapTuple	tup = form_state_tuple(a, dvals, dnulls, seq, lsn, ord, kind, sysseq);
 
 	tuplestore_puttuple(ts, tup);
 	heap_freetuple(tup);
@@ -902,7 +965,7 @@ keep_event(ApplyCtx *a, Ev *e)
 	if (e->tup)
 		tuplestore_puttuple(a->sins, e->tup);
 	else
-		put_state_row(a, a->sins, e->vals, e->nulls, e->seq, e->lsn, e->ord, e->kind);
+		put_state_row(a, a->sins, e->vals, e->nulls, e->seq, e->lsn, e->ord, e->kind, e->sysseq);
 	a->nsins++;
 }
 
@@ -956,8 +1019,8 @@ row_equal(ApplyCtx *a, Ev *old, OutRow *o, bool same_image)
 			return false;
 	}
 	for (i = 0; i < a->kind->nperiods; i++)
-		if (!fold_seq_equal(&a->c, old->period[i], old->periodnull[i],
-							o->period[i], o->periodnull[i]))
+		if (!fold_period_equal(&a->c, i, old->period[i], old->periodnull[i],
+							   o->period[i], o->periodnull[i]))
 			return false;
 	return true;
 }
@@ -1003,12 +1066,10 @@ fold_key(ApplyCtx *a, Ev **evs, int nevs)
 	}
 
 	/* ties: of events with equal sequence only the last-arriving exists */
-	for (i = 0; i + 1 < n; i++)
-		if (fold_seq_compare(&a->c, seq[i]->seq, seq[i + 1]->seq) == 0)
-			seq[i]->dead = true;
+	fold_mark_ties(&a->c, seq, n);
 
-	out = palloc0(sizeof(OutRow) * (n + 1));
-	nout = a->kind->fold(&a->c, seq, n, out, &last);
+	out = NULL;
+	nout = a->kind->fold(&a->c, seq, n, &out, &last);
 
 	/* hidden state: what to keep, what to forget */
 	for (i = 0; i < n; i++)
@@ -1091,6 +1152,8 @@ read_row(ApplyCtx *a, HeapTuple tup, TupleDesc desc)
 		e->period[i] = values[base + EVENT_NEXTRA + i];
 		e->periodnull[i] = nulls[base + EVENT_NEXTRA + i];
 	}
+	if (a->c.has_sys)
+		e->sysseq = values[base + EVENT_NEXTRA + a->kind->nperiods];
 	return e;
 }
 
@@ -1240,6 +1303,8 @@ event_from_state(ApplyCtx *a, HeapTuple tup)
 	e->lsn = DatumGetLSN(values[a->bk[STATE_LSN]]);
 	e->ord = DatumGetInt64(values[a->bk[STATE_ORD]]);
 	e->kind = DatumGetChar(values[a->bk[STATE_KIND]]);
+	if (a->c.has_sys)
+		e->sysseq = values[a->bksys];
 	return e;
 }
 
@@ -1340,7 +1405,9 @@ fold_chunk_end(void *arg)
 			e->seq = datumCopy(e->seq, a->c.seqbyval, a->c.seqlen);
 		for (j = 0; j < a->kind->nperiods; j++)
 			if (!e->periodnull[j])
-				e->period[j] = datumCopy(e->period[j], a->c.seqbyval, a->c.seqlen);
+				e->period[j] = fold_period_copy(&a->c, j, e->period[j]);
+		if (a->c.has_sys && e->src != EV_TARGET)
+			e->sysseq = datumCopy(e->sysseq, a->c.sysbyval, a->c.syslen);
 	}
 	MemoryContextSwitchTo(old);
 }
@@ -1563,6 +1630,7 @@ stream_sql(ApplyCtx *a, FlowDef *flow, bool everykey)
 				noperiods;
 	char	   *seqtype = format_type_be_qualified(flow->seq_type);
 	char	   *filter;
+	const char *evsys = a->c.has_sys ? ", x." STATE_SYSSEQ_NAME : "";
 	int			i;
 
 	a->njoinkeys = -1;
@@ -1572,8 +1640,11 @@ stream_sql(ApplyCtx *a, FlowDef *flow, bool everykey)
 	for (i = 0; i < a->kind->nperiods; i++)
 	{
 		appendStringInfo(&periods, ", x.%s", a->kind->periods[i]);
-		appendStringInfo(&noperiods, ", NULL::%s", seqtype);
+		appendStringInfo(&noperiods, ", NULL::%s", format_type_be_qualified(period_type(a, i)));
 	}
+	/* then the events' system sequence (bitemporal) */
+	if (a->c.has_sys)
+		appendStringInfo(&periods, ", NULL::%s", format_type_be_qualified(flow->sysseq_type));
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
 					 "SELECT %d AS __src, x.ctid AS __tid, %s, NULL::%s, NULL::pg_catalog.pg_lsn, "
@@ -1583,19 +1654,19 @@ stream_sql(ApplyCtx *a, FlowDef *flow, bool everykey)
 	if (!a->stateless)
 		appendStringInfo(&sql,
 						 "UNION ALL "
-						 "SELECT %d, x.ctid, %s, x.%s, x.%s, x.%s, x.%s%s, 1 FROM %s x%s "
+						 "SELECT %d, x.ctid, %s, x.%s, x.%s, x.%s, x.%s%s%s, 1 FROM %s x%s "
 						 "WHERE x.%s OPERATOR(pg_catalog.<>) '%c' ",
 						 EV_STATE, data_list(a, "x.", false), STATE_SEQ_NAME, STATE_LSN_NAME,
-						 STATE_ORD_NAME, STATE_KIND_NAME, noperiods.data,
+						 STATE_ORD_NAME, STATE_KIND_NAME, noperiods.data, evsys,
 						 qualified_relname(a->staterel), filter, STATE_KIND_NAME, EVENT_TRUNCATE);
 	if (!a->hashfold)
 		appendStringInfo(&sql,
 						 "UNION ALL "
-						 "SELECT %d, NULL::pg_catalog.tid, %s, x.%s, x.%s, x.%s, x.%s%s, 1 "
+						 "SELECT %d, NULL::pg_catalog.tid, %s, x.%s, x.%s, x.%s, x.%s%s%s, 1 "
 						 "FROM autocdc_internal._events(NULL::%s) x "
 						 "WHERE x.%s OPERATOR(pg_catalog.<>) '%c' ",
 						 EV_NEW, data_list(a, "x.", false), STATE_SEQ_NAME, STATE_LSN_NAME,
-						 STATE_ORD_NAME, STATE_KIND_NAME, noperiods.data,
+						 STATE_ORD_NAME, STATE_KIND_NAME, noperiods.data, evsys,
 						 format_type_be_qualified(a->stype), STATE_KIND_NAME, EVENT_TRUNCATE);
 	appendStringInfo(&sql, "ORDER BY %s, __grp, %d, %d, %d",
 					 data_list(a, "", true), a->c.ndata + 3 + EVENT_SEQ,

@@ -290,6 +290,8 @@ typedef enum FlowColumn
 	FC_PROGRESS_TS,
 	FC_RESYNC_REASON,
 	FC_KEEPS_STATE,
+	FC_SYSTEM_SEQUENCE_BY,
+	FC_SYSSEQ_TYPE,
 	FC_NCOLUMNS
 } FlowColumn;
 
@@ -336,6 +338,8 @@ static const char *const flow_columns[FC_NCOLUMNS] = {
 	[FC_PROGRESS_TS] = "s.progress_timestamp",
 	[FC_RESYNC_REASON] = "s.resync_reason",
 	[FC_KEEPS_STATE] = "t.keeps_state IS DISTINCT FROM false",
+	[FC_SYSTEM_SEQUENCE_BY] = "f.system_sequence_by",
+	[FC_SYSSEQ_TYPE] = "t.sysseq_type::pg_catalog.oid",
 };
 
 /* Column c of the flow row being read (NULL: *isnull). */
@@ -426,6 +430,9 @@ flow_from_row(HeapTuple tup, TupleDesc desc)
 	d = FLOW_GET(FC_PROGRESS_TS, &isnull);
 	f->progress_ts = isnull ? 0 : DatumGetTimestampTz(d);
 	f->keeps_state = DatumGetBool(FLOW_GET(FC_KEEPS_STATE, &isnull));
+	f->system_sequence_by = flow_text(tup, desc, FC_SYSTEM_SEQUENCE_BY);
+	d = FLOW_GET(FC_SYSSEQ_TYPE, &isnull);
+	f->sysseq_type = isnull ? InvalidOid : DatumGetObjectId(d);
 	return f;
 }
 
@@ -495,6 +502,13 @@ catalog_check_flow_owner(FlowDef *flow)
 				 errmsg("must be owner of flow \"%s\"", flow->name)));
 }
 
+/* The scd_type text of a storage kind's code ('b': bitemporal). */
+static const char *
+scd_type_text(char code)
+{
+	return code == 'b' ? "bitemporal" : psprintf("%c", code);
+}
+
 /*
  * Record a new flow (its flow and flow_state rows).  A flow of that name
  * committed by a concurrent transaction since the caller's check is
@@ -520,7 +534,7 @@ catalog_insert_flow(FlowDef *f)
 	arg_names(&a, f->columns, false);
 	arg_add(&a, TEXTARRAYOID, column_array(f->col_include, f->col_from), !f->has_include);
 	arg_idents(&a, f->col_except, f->col_except == NIL);
-	arg_text(&a, psprintf("%c", f->scd));	/* $15 */
+	arg_text(&a, scd_type_text(f->scd));	/* $15 */
 	arg_names(&a, f->track, f->track_all);
 	arg_idents(&a, f->track_include, !f->has_track_include);
 	arg_idents(&a, f->track_except, f->track_except == NIL);
@@ -530,16 +544,17 @@ catalog_insert_flow(FlowDef *f)
 	arg_text(&a, f->source_function);
 	arg_text(&a, f->snapshot_target);	/* $23 */
 	arg_text(&a, f->changes ? "changes" : "feed");
+	arg_text(&a, f->system_sequence_by);	/* $25 */
 	PG_TRY();
 	{
 		cat_exec("INSERT INTO autocdc.flow (name, owner, kind, source, source_text, target_id, keys, "
 				 "sequence_by, ignore_null_updates, apply_as_deletes, apply_as_truncates, columns, "
 				 "column_list, except_column_list, scd_type, track_columns, track_history_column_list, "
 				 "track_history_except_column_list, once, continuous, tombstone_retention, "
-				 "source_function, snapshot_target, source_kind) "
+				 "source_function, snapshot_target, source_kind, system_sequence_by) "
 				 "VALUES ($1, $2::pg_catalog.regrole, $3, $4::pg_catalog.regclass, $5, $6, $7, $8, $9, "
 				 "$10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21::pg_catalog.interval, $22, $23, "
-				 "$24)",
+				 "$24, $25)",
 				 &a, SPI_OK_INSERT);
 		a.n = 1;
 		cat_exec("INSERT INTO autocdc.flow_state (name) VALUES ($1)", &a, SPI_OK_INSERT);
@@ -857,7 +872,8 @@ catalog_load_target(Oid relid, TargetDef *t)
 	Datum		d;
 
 	arg_oid(&a, relid);
-	if (cat_exec("SELECT id, scd_type, keys, seq_type::pg_catalog.oid, seq_typname, columns, keeps_state "
+	if (cat_exec("SELECT id, scd_type, keys, seq_type::pg_catalog.oid, seq_typname, columns, keeps_state, "
+				 "sysseq_type::pg_catalog.oid, sysseq_typname "
 				 "FROM autocdc.target WHERE relid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
 				 &a, SPI_OK_SELECT) == 0)
 		return false;
@@ -870,6 +886,10 @@ catalog_load_target(Oid relid, TargetDef *t)
 	t->seq_typname = isnull ? NULL : pstrdup(NameStr(*DatumGetName(d)));
 	t->columns = array_to_names(result_value(6, &isnull));
 	t->keeps_state = DatumGetBool(result_value(7, &isnull));
+	d = result_value(8, &isnull);
+	t->sysseq_type = isnull ? InvalidOid : DatumGetObjectId(d);
+	d = result_value(9, &isnull);
+	t->sysseq_typname = isnull ? NULL : pstrdup(NameStr(*DatumGetName(d)));
 	return true;
 }
 
@@ -881,15 +901,20 @@ catalog_insert_target(TargetDef *t)
 	bool		isnull;
 
 	arg_oid(&a, t->relid);
-	arg_text(&a, psprintf("%c", t->scd));
+	arg_text(&a, scd_type_text(t->scd));
 	arg_names(&a, t->keys, false);
 	arg_oid(&a, t->seq_type);
 	arg_add(&a, NAMEOID, t->seq_typname ? DirectFunctionCall1(namein, CStringGetDatum(t->seq_typname)) : 0,
 			t->seq_typname == NULL);
 	arg_names(&a, t->columns, false);
 	arg_bool(&a, t->keeps_state);
-	cat_exec("INSERT INTO autocdc.target (relid, scd_type, keys, seq_type, seq_typname, columns, keeps_state) "
-			 "VALUES ($1::pg_catalog.regclass, $2, $3, $4::pg_catalog.regtype, $5, $6, $7) RETURNING id",
+	arg_add(&a, OIDOID, ObjectIdGetDatum(t->sysseq_type), !OidIsValid(t->sysseq_type));
+	arg_add(&a, NAMEOID, t->sysseq_typname ? DirectFunctionCall1(namein, CStringGetDatum(t->sysseq_typname)) : 0,
+			t->sysseq_typname == NULL);
+	cat_exec("INSERT INTO autocdc.target (relid, scd_type, keys, seq_type, seq_typname, columns, keeps_state, "
+			 "sysseq_type, sysseq_typname) "
+			 "VALUES ($1::pg_catalog.regclass, $2, $3, $4::pg_catalog.regtype, $5, $6, $7, "
+			 "$8::pg_catalog.regtype, $9) RETURNING id",
 			 &a, SPI_OK_INSERT_RETURNING);
 	t->id = DatumGetInt32(result_value(1, &isnull));
 }
@@ -909,23 +934,32 @@ catalog_set_target_keeps_state(int target_id)
 }
 
 /*
- * Delete a target's row and the flows still writing it; returns the name
- * of its composite sequence type (or NULL).
+ * Delete a target's row and the flows still writing it; returns the names
+ * of the composite types autocdc made for it (sequence, system sequence).
  */
-char *
+List *
 catalog_delete_target(int target_id)
 {
+	List	   *names = NIL;
+	int			i;
+
 	CatArgs		a = {0};
 	bool		isnull;
 	Datum		d;
 
 	arg_int4(&a, target_id);
 	cat_exec("DELETE FROM autocdc.flow WHERE target_id OPERATOR(pg_catalog.=) $1", &a, SPI_OK_DELETE);
-	if (cat_exec("DELETE FROM autocdc.target WHERE id OPERATOR(pg_catalog.=) $1 RETURNING seq_typname",
+	if (cat_exec("DELETE FROM autocdc.target WHERE id OPERATOR(pg_catalog.=) $1 "
+				 "RETURNING seq_typname, sysseq_typname",
 				 &a, SPI_OK_DELETE_RETURNING) == 0)
-		return NULL;
-	d = result_value(1, &isnull);
-	return isnull ? NULL : pstrdup(NameStr(*DatumGetName(d)));
+		return NIL;
+	for (i = 1; i <= 2; i++)
+	{
+		d = result_value(i, &isnull);
+		if (!isnull)
+			names = lappend(names, pstrdup(NameStr(*DatumGetName(d))));
+	}
+	return names;
 }
 
 /*

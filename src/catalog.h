@@ -38,7 +38,7 @@ typedef struct FlowDef
 	Oid			target;
 	char	   *snapshot_target;	/* qualified name until the first run */
 	/* what the flow does */
-	char		scd;			/* '1' or '2' */
+	char		scd;			/* '1', '2' or 'b' (bitemporal) */
 	List	   *keys;			/* key column names */
 	char	   *sequence_by;	/* normalized expression */
 	char	   *deletes;		/* normalized expression or NULL */
@@ -56,6 +56,8 @@ typedef struct FlowDef
 	List	   *track_include;	/* track_history_column_list */
 	List	   *track_except;	/* track_history_except_column_list */
 	Oid			seq_type;		/* the target's sequence type */
+	char	   *system_sequence_by; /* bitemporal: normalized expression */
+	Oid			sysseq_type;	/* bitemporal: the system sequence's type */
 	char	   *tombstone_retention;	/* this flow's, as interval text */
 	char	   *retention;		/* the target's: the longest of its flows', or
 								 * NULL (forever) */
@@ -95,6 +97,8 @@ typedef struct TargetDef
 	Oid			seq_type;
 	char	   *seq_typname;	/* composite <target>_seq autocdc created, or
 								 * NULL */
+	Oid			sysseq_type;	/* bitemporal: the system sequence's type */
+	char	   *sysseq_typname; /* composite <target>_sysseq, or NULL */
 	List	   *columns;		/* data columns of the target, in order */
 	bool		keeps_state;	/* false: its one flow needs no per-key
 								 * hidden state */
@@ -159,7 +163,7 @@ extern bool catalog_is_continuous_source(Oid relid);
 extern bool catalog_load_target(Oid relid, TargetDef *t);
 extern void catalog_insert_target(TargetDef *t);
 extern void catalog_set_target_keeps_state(int target_id);
-extern char *catalog_delete_target(int target_id);
+extern List *catalog_delete_target(int target_id);
 extern bool catalog_lock_target(int target_id, bool skip_locked);
 
 /* what the worker asks */

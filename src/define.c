@@ -78,6 +78,7 @@ typedef struct Definition
 	char	   *seqtypname;
 	ExprInfo   *sysseq;			/* bitemporal: system_sequence_by */
 	Oid			sysseqtype;
+	char	   *sysseqtypname;
 	/* target */
 	RangeVar   *trv;
 	Oid			target;
@@ -299,19 +300,64 @@ def_kind(Definition *d)
 	else if (pg_strcasecmp(scd, "2") == 0)
 		d->kind = storage_kind('2');
 	else if (pg_strcasecmp(scd, "bitemporal") == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("bitemporal flows are not supported yet"),
-				 errhint("Use stored_as_scd_type => '2'.")));
+		d->kind = storage_kind('b');
 	else
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unknown SCD type \"%s\"", scd),
 				 errhint("Use '1', '2' or 'bitemporal'.")));
-	if (d->spec->system_sequence_by)
+	if (d->kind->code == 'b')
+	{
+		if (d->spec->system_sequence_by == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("a bitemporal flow needs system_sequence_by"),
+					 errhint("Give the expression of the time at which each event became known, e.g. system_sequence_by => 'recorded_at' (SYSTEM SEQUENCE BY in the statement form).")));
+		if (d->spec->tombstone_retention)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("tombstone_retention is not supported for bitemporal flows"),
+					 errdetail("A bitemporal target records every belief; its hidden state keeps every event so that a late one can rewrite them."),
+					 errhint("Leave tombstone_retention out.")));
+	}
+	else if (d->spec->system_sequence_by)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("system_sequence_by is only allowed for bitemporal flows")));
+				 errmsg("system_sequence_by is only allowed for bitemporal flows"),
+				 errhint("Use stored_as_scd_type => 'bitemporal' (STORED AS BITEMPORAL), or leave system_sequence_by out.")));
+}
+
+/*
+ * Analyze a sequence expression (sequence_by or system_sequence_by, named
+ * by what): a changes() flow's reads only pseudo-columns, and its type, or
+ * each field's of a ROW, must have a default btree ordering.
+ */
+static ExprInfo *
+def_sequence_expr(Definition *d, const char *text, const char *what, const char *option)
+{
+	ExprInfo   *e = expr_analyze(d->source, d->changes, text, what);
+	ListCell   *lc;
+
+	if (d->changes && e->reads_source)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the %s of a changes() flow may read only the pseudo-columns _commit_timestamp, _commit_lsn and _change_type", what),
+				 errdetail("A delete or truncate event carries no values of the table's other columns, so a sequence over them would have none."),
+				 strcmp(option, "sequence_by") == 0 ?
+				 errhint("Leave sequence_by out (it defaults to _commit_timestamp), or give _commit_lsn.") :
+				 errhint("Give %s => '_commit_timestamp' or '_commit_lsn'.", option)));
+	if (e->field_names == NIL && !type_is_orderable(e->typid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("%s type %s has no default btree ordering", what, format_type_be(e->typid)),
+				 errhint("Sequence by a column of an orderable type, or by ROW(a, b) of such columns.")));
+	foreach(lc, e->field_types)
+		if (!type_is_orderable(lfirst_oid(lc)))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FUNCTION),
+					 errmsg("%s field type %s has no default btree ordering", what,
+							format_type_be(lfirst_oid(lc)))));
+	return e;
 }
 
 /* Resolve and check the source named by the spec. */
@@ -659,7 +705,6 @@ static void
 def_expressions(Definition *d)
 {
 	FlowSpec   *s = d->spec;
-	ListCell   *lc;
 	StringInfoData sql;
 
 	if (d->changes)
@@ -676,24 +721,10 @@ def_expressions(Definition *d)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("sequence_by is required for a feed source")));
-	d->seq = expr_analyze(d->source, d->changes, s->sequence_by, "sequence");
-	if (d->changes && d->seq->reads_source)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("the sequence of a changes() flow may read only the pseudo-columns _commit_timestamp, _commit_lsn and _change_type"),
-				 errdetail("A delete or truncate event carries no values of the table's other columns, so a sequence over them would have none."),
-				 errhint("Leave sequence_by out (it defaults to _commit_timestamp), or give _commit_lsn.")));
-	if (d->seq->field_names == NIL && !type_is_orderable(d->seq->typid))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_FUNCTION),
-				 errmsg("sequence type %s has no default btree ordering", format_type_be(d->seq->typid)),
-				 errhint("Sequence by a column of an orderable type, or by ROW(a, b) of such columns.")));
-	foreach(lc, d->seq->field_types)
-		if (!type_is_orderable(lfirst_oid(lc)))
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_FUNCTION),
-					 errmsg("sequence field type %s has no default btree ordering",
-							format_type_be(lfirst_oid(lc)))));
+	d->seq = def_sequence_expr(d, s->sequence_by, "sequence", "sequence_by");
+	if (s->system_sequence_by)
+		d->sysseq = def_sequence_expr(d, s->system_sequence_by, "system sequence",
+									  "system_sequence_by");
 	if (s->deletes)
 	{
 		d->del = expr_analyze(d->source, d->changes, s->deletes, "apply_as_deletes");
@@ -715,8 +746,9 @@ def_expressions(Definition *d)
 
 	/* the caller must be able to read what the flow reads */
 	initStringInfo(&sql);
-	appendStringInfo(&sql, "SELECT %s, (%s)%s%s%s%s FROM %s LIMIT 0",
+	appendStringInfo(&sql, "SELECT %s, (%s)%s%s%s%s%s%s FROM %s LIMIT 0",
 					 quoted_list(d->readcols), d->seq->normalized,
+					 d->sysseq ? ", " : "", d->sysseq ? d->sysseq->normalized : "",
 					 d->del ? ", " : "", d->del ? d->del->normalized : "",
 					 d->trunc ? ", " : "", d->trunc ? d->trunc->normalized : "",
 					 expr_from_list(d->source, d->changes, NULL));
@@ -858,9 +890,13 @@ check_new_name(const char *flowname, bool from_statement)
 				 errhint("Give the flow another name with name => '...', or drop the existing flow first.")));
 }
 
-/* The sequence's type; a ROW(...) sequence gets a composite type <target>_seq. */
-static void
-def_sequence_type(Definition *d)
+/*
+ * The type of a sequence expression; a ROW(...) one gets a composite type
+ * <target><suffix>, and its expression a cast to it.  Sets *typname to the
+ * composite's name (or leaves it).
+ */
+static Oid
+sequence_type(Definition *d, ExprInfo *seq, const char *suffix, char **typnamep)
 {
 	char	   *typname;
 	char	   *tschema = d->trv->schemaname;
@@ -871,20 +907,19 @@ def_sequence_type(Definition *d)
 			   *lm,
 			   *lcoll;
 
-	d->seqtype = d->seq->typid;
-	if (d->seq->field_names == NIL)
-		return;
-	typname = psprintf("%s_seq", d->trv->relname);
+	if (seq->field_names == NIL)
+		return seq->typid;
+	typname = psprintf("%s%s", d->trv->relname, suffix);
 	existing = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum(typname),
 							   ObjectIdGetDatum(get_namespace_oid(tschema, false)));
-	d->seqtypname = typname;
+	*typnamep = typname;
 	if (!OidIsValid(existing))
 	{
 		initStringInfo(&sql);
 		appendStringInfo(&sql, "CREATE TYPE %s AS (", quote_qualified_identifier(tschema, typname));
-		forfour(lc, d->seq->field_names, lt, d->seq->field_types, lm, d->seq->field_typmods,
-				lcoll, d->seq->field_colls)
-			appendStringInfo(&sql, "%s%s", lc == list_head(d->seq->field_names) ? "" : ", ",
+		forfour(lc, seq->field_names, lt, seq->field_types, lm, seq->field_typmods,
+				lcoll, seq->field_colls)
+			appendStringInfo(&sql, "%s%s", lc == list_head(seq->field_names) ? "" : ", ",
 							 column_definition(lfirst(lc), lfirst_oid(lt), lfirst_int(lm),
 											   lfirst_oid(lcoll)));
 		appendStringInfoString(&sql, ")");
@@ -893,8 +928,17 @@ def_sequence_type(Definition *d)
 		existing = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum(typname),
 								   ObjectIdGetDatum(get_namespace_oid(tschema, false)));
 	}
-	d->seqtype = existing;
-	d->seq->normalized = psprintf("(%s)::%s", d->seq->normalized, format_type_be_qualified(d->seqtype));
+	seq->normalized = psprintf("(%s)::%s", seq->normalized, format_type_be_qualified(existing));
+	return existing;
+}
+
+/* The types of the sequences: <target>_seq, <target>_sysseq for ROW ones. */
+static void
+def_sequence_type(Definition *d)
+{
+	d->seqtype = sequence_type(d, d->seq, "_seq", &d->seqtypname);
+	if (d->sysseq)
+		d->sysseqtype = sequence_type(d, d->sysseq, "_sysseq", &d->sysseqtypname);
 }
 
 /*
@@ -979,14 +1023,16 @@ def_target(Definition *d)
 		check_target_state(d, name);
 		foreach(lc, d->keys)
 			same_keys = same_keys && name_in_list(d->tdef.keys, lfirst(lc));
-		if (d->tdef.scd != d->kind->code || !same_keys || d->tdef.seq_type != d->seqtype)
+		if (d->tdef.scd != d->kind->code || !same_keys || d->tdef.seq_type != d->seqtype ||
+			d->tdef.sysseq_type != d->sysseqtype)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("flow \"%s\" does not agree with the other flows into target \"%s\"",
 							d->flowname, name),
 					 errhint("Flows into one target must use the same keys, SCD type and sequence type.")));
 	}
-	storage_check_target(d->target, name, d->tgtcols, d->selected, d->kind, d->seqtype);
+	storage_check_target(d->target, name, d->tgtcols, d->selected, d->kind, d->seqtype,
+						 d->sysseqtype);
 }
 
 /* The target's catalog row and hidden state, when it is new to autocdc. */
@@ -1003,6 +1049,8 @@ def_record_target(Definition *d)
 	d->tdef.keys = d->keys;
 	d->tdef.seq_type = d->seqtype;
 	d->tdef.seq_typname = d->seqtypname;
+	d->tdef.sysseq_type = d->sysseqtype;
+	d->tdef.sysseq_typname = d->sysseqtypname;
 	d->tdef.keeps_state = !def_commit_ordered(d);
 	foreach(lc, relation_columns(d->target))
 	{
@@ -1012,7 +1060,7 @@ def_record_target(Definition *d)
 			d->tdef.columns = lappend(d->tdef.columns, c->name);
 	}
 	catalog_insert_target(&d->tdef);
-	storage_create_state(d->tdef.id, d->target, d->seqtype, d->keys);
+	storage_create_state(d->tdef.id, d->target, d->seqtype, d->sysseqtype, d->keys);
 }
 
 /* The FlowDef of a defined flow, for the catalog. */
@@ -1033,6 +1081,7 @@ def_flowdef(Definition *d)
 	f->scd = d->kind->code;
 	f->keys = d->keys;
 	f->sequence_by = d->seq->normalized;
+	f->system_sequence_by = d->sysseq ? d->sysseq->normalized : NULL;
 	f->deletes = d->del ? d->del->normalized : NULL;
 	f->truncates = d->trunc ? d->trunc->normalized : NULL;
 	f->ignore_nulls = d->spec->ignore_nulls;
@@ -1301,7 +1350,7 @@ define_snapshot_target(FlowDef *flow, Oid snapshot, Oid vtype)
 void
 define_drop_flow(FlowDef *flow, bool drop_target)
 {
-	char	   *seq_typname;
+	List	   *typnames;
 	ListCell   *lc;
 
 	/* the row stores of the flows that go */
@@ -1318,6 +1367,6 @@ define_drop_flow(FlowDef *flow, bool drop_target)
 								 * created its target */
 	if (catalog_target_flows(flow->target_id) != NIL && !drop_target)
 		return;
-	seq_typname = catalog_delete_target(flow->target_id);
-	storage_drop(flow->target_id, flow->target, seq_typname, drop_target);
+	typnames = catalog_delete_target(flow->target_id);
+	storage_drop(flow->target_id, flow->target, typnames, drop_target);
 }

@@ -12,6 +12,7 @@
 #include "access/htup_details.h"
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/typcache.h"
 
 #include "fold.h"
@@ -103,9 +104,9 @@ fold_key_text(FoldCols *c, Datum *vals, bool *nulls)
 	return psprintf("(%s)=(%s)", n.data, v.data);
 }
 
-/* Is a sequence NULL (a ROW sequence with any NULL field counts)? */
-bool
-fold_seq_is_null(FoldCols *c, Datum seq, bool isnull)
+/* Is a ROW value NULL in any field? */
+static bool
+row_has_null(Datum row)
 {
 	HeapTupleHeader rec;
 	TupleDesc	desc;
@@ -113,11 +114,7 @@ fold_seq_is_null(FoldCols *c, Datum seq, bool isnull)
 	int			i;
 	bool		result = false;
 
-	if (isnull)
-		return true;
-	if (!c->seq_is_row)
-		return false;
-	rec = DatumGetHeapTupleHeader(seq);
+	rec = DatumGetHeapTupleHeader(row);
 	desc = lookup_rowtype_tupdesc(HeapTupleHeaderGetTypeId(rec), HeapTupleHeaderGetTypMod(rec));
 	tup.t_len = HeapTupleHeaderGetDatumLength(rec);
 	tup.t_data = rec;
@@ -126,4 +123,74 @@ fold_seq_is_null(FoldCols *c, Datum seq, bool isnull)
 			result = true;
 	ReleaseTupleDesc(desc);
 	return result;
+}
+
+/* Is a sequence NULL (a ROW sequence with any NULL field counts)? */
+bool
+fold_seq_is_null(FoldCols *c, Datum seq, bool isnull)
+{
+	return isnull || (c->seq_is_row && row_has_null(seq));
+}
+
+/* Is a system sequence NULL (likewise)? */
+bool
+fold_sys_is_null(FoldCols *c, Datum seq, bool isnull)
+{
+	return isnull || (c->sys_is_row && row_has_null(seq));
+}
+
+/* Compare two system sequence values with the type's btree order. */
+int
+fold_sys_compare(FoldCols *c, Datum x, Datum y)
+{
+	return DatumGetInt32(FunctionCall2Coll(&c->syscmp, c->syscoll, x, y));
+}
+
+/* Equal values of period column p (NULL equals NULL)? */
+bool
+fold_period_equal(FoldCols *c, int p, Datum x, bool xnull, Datum y, bool ynull)
+{
+	if (xnull || ynull)
+		return xnull && ynull;
+	if (c->has_sys && p >= c->sysperiods_from)
+		return fold_sys_compare(c, x, y) == 0;
+	return fold_seq_compare(c, x, y) == 0;
+}
+
+/* Copy a value of period column p. */
+Datum
+fold_period_copy(FoldCols *c, int p, Datum x)
+{
+	if (c->has_sys && p >= c->sysperiods_from)
+		return datumCopy(x, c->sysbyval, c->syslen);
+	return datumCopy(x, c->seqbyval, c->seqlen);
+}
+
+/*
+ * Settle ties in a key's events, sorted by (sequence, arrival): of events
+ * with equal sequence only the last-arriving exists.  With a system
+ * sequence only an event with equal sequence and equal system sequence
+ * replaces an earlier one; the other ties are settled per belief.
+ */
+void
+fold_mark_ties(FoldCols *c, Ev **evs, int n)
+{
+	int			i,
+				j;
+
+	for (i = 0; i + 1 < n; i++)
+	{
+		if (!c->has_sys)
+		{
+			if (fold_seq_compare(c, evs[i]->seq, evs[i + 1]->seq) == 0)
+				evs[i]->dead = true;
+			continue;
+		}
+		for (j = i + 1; j < n && fold_seq_compare(c, evs[i]->seq, evs[j]->seq) == 0; j++)
+			if (fold_sys_compare(c, evs[i]->sysseq, evs[j]->sysseq) == 0)
+			{
+				evs[i]->dead = true;
+				break;
+			}
+	}
 }

@@ -39,6 +39,14 @@ typedef struct FoldCols
 	bool		seqbyval;
 	int16		seqlen;
 	bool		seq_is_row;
+	/* bitemporal: the system sequence (periods from sysperiods_from on) */
+	bool		has_sys;
+	int			sysperiods_from;
+	FmgrInfo	syscmp;
+	Oid			syscoll;
+	bool		sysbyval;
+	int16		syslen;
+	bool		sys_is_row;
 } FoldCols;
 
 /* where a key's rows come from */
@@ -59,6 +67,8 @@ typedef struct Ev
 	XLogRecPtr	lsn;			/* events: arrival position */
 	int64		ord;
 	char		kind;			/* events: EVENT_UPSERT, _DELETE, _TRUNCATE */
+	Datum		sysseq;			/* events of bitemporal flows: the system
+								 * sequence */
 	Datum	   *vals;			/* data columns */
 	bool	   *nulls;
 	bool		dead;			/* a tie loser */
@@ -82,5 +92,10 @@ extern bool fold_column_equal(FoldCols *c, int i, Datum x, bool xnull, Datum y, 
 extern bool fold_same_key(FoldCols *c, Ev *x, Ev *y);
 extern char *fold_key_text(FoldCols *c, Datum *vals, bool *nulls);
 extern bool fold_seq_is_null(FoldCols *c, Datum seq, bool isnull);
+extern bool fold_sys_is_null(FoldCols *c, Datum seq, bool isnull);
+extern int	fold_sys_compare(FoldCols *c, Datum x, Datum y);
+extern bool fold_period_equal(FoldCols *c, int p, Datum x, bool xnull, Datum y, bool ynull);
+extern Datum fold_period_copy(FoldCols *c, int p, Datum x);
+extern void fold_mark_ties(FoldCols *c, Ev **evs, int n);
 
 #endif							/* AUTOCDC_FOLD_H */

@@ -9,7 +9,7 @@
 
 #include "kind.h"
 
-static const StorageKind *const kinds[] = {&scd1_kind, &scd2_kind};
+static const StorageKind *const kinds[] = {&scd1_kind, &scd2_kind, &bitemporal_kind};
 
 /* Every storage kind (*n of them). */
 const StorageKind *const *

@@ -24,6 +24,8 @@ typedef struct StorageKind
 	/* target layout: period columns after the data columns, their type the sequence's */
 	int			nperiods;
 	const char *const *periods;
+	int			sysperiods_from;	/* periods from here on have the system
+									 * sequence's type (nperiods: none) */
 
 	/*
 	 * Append to CREATE TABLE, after the data columns: the period columns and
@@ -42,10 +44,11 @@ typedef struct StorageKind
 
 	/*
 	 * Fold one key: events sorted by (sequence, arrival) with truncates
-	 * merged and tie losers marked dead; fill out (room for n + 1 rows) and
-	 * return the number of rows; *last is the last live event (or NULL).
+	 * merged and tie losers marked dead (fold_mark_ties); set *out to the
+	 * rows (palloc'd) and return their number; *last is the last live event
+	 * (or NULL).
 	 */
-	int			(*fold) (FoldCols *c, Ev **evs, int n, OutRow *out, Ev **last);
+	int			(*fold) (FoldCols *c, Ev **evs, int n, OutRow **out, Ev **last);
 
 	/* Does the hidden state keep this live (non-truncate) event? */
 	bool		(*keeps) (FoldCols *c, Ev *e, Ev *last);
@@ -59,6 +62,7 @@ typedef struct StorageKind
 
 extern const StorageKind scd1_kind;
 extern const StorageKind scd2_kind;
+extern const StorageKind bitemporal_kind;
 
 extern const StorageKind *storage_kind(char code);
 extern const StorageKind *const *storage_kinds(int *n);

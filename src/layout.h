@@ -90,6 +90,8 @@ extern const StateColumnDef state_columns[STATE_NCOLUMNS];
 #define STATE_ORD_NAME "__autocdc_ord"
 #define STATE_KIND_NAME "__autocdc_kind"
 #define STATE_AT_NAME "__autocdc_at"
+/* bitemporal targets' state only: the event's system sequence (its type) */
+#define STATE_SYSSEQ_NAME "__autocdc_sysseq"
 #define STATE_COLUMN_PREFIX "__autocdc_"
 
 /* kinds of events (STATE_KIND) */
@@ -107,9 +109,12 @@ extern const StateColumnDef state_columns[STATE_NCOLUMNS];
 #define EVENT_KIND 3
 #define EVENT_NEXTRA 4
 
-/* the columns autocdc adds to SCD 2 targets */
+/* the columns autocdc adds to SCD 2 targets (and bitemporal ones) */
 #define SCD_START_NAME "__start_at"
 #define SCD_END_NAME "__end_at"
+/* and to bitemporal targets: system time */
+#define SCD_SYSTEM_START_NAME "__system_start_at"
+#define SCD_SYSTEM_END_NAME "__system_end_at"
 
 /*
  * Advisory lock classes of autocdc: the fourth field of an advisory lock

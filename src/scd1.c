@@ -30,8 +30,9 @@ scd1_target_indexes(const char *target, const char *keys)
 
 /* The key's row from its last live event. */
 static int
-scd1_fold(FoldCols *c, Ev **evs, int n, OutRow *out, Ev **last)
+scd1_fold(FoldCols *c, Ev **evs, int n, OutRow **outp, Ev **last)
 {
+	OutRow	   *out;
 	bool		present = false;
 	Datum	   *vals = palloc0(sizeof(Datum) * c->ndata);
 	bool	   *nulls = palloc(sizeof(bool) * c->ndata);
@@ -69,6 +70,7 @@ scd1_fold(FoldCols *c, Ev **evs, int n, OutRow *out, Ev **last)
 	}
 	if (!present)
 		return 0;
+	*outp = out = palloc0(sizeof(OutRow));
 	out[0].vals = vals;
 	out[0].nulls = nulls;
 	return 1;
@@ -99,6 +101,7 @@ const StorageKind scd1_kind = {
 	.label = "SCD type 1",
 	.tracks_history = false,
 	.nperiods = 0,
+	.sysperiods_from = 0,
 	.periods = NULL,
 	.target_definition = scd1_target_definition,
 	.target_indexes = scd1_target_indexes,

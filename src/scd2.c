@@ -51,8 +51,9 @@ close_version(OutRow *open, Datum at, OutRow *out, int *nout)
 
 /* The key's versions. */
 static int
-scd2_fold(FoldCols *c, Ev **evs, int n, OutRow *out, Ev **last)
+scd2_fold(FoldCols *c, Ev **evs, int n, OutRow **outp, Ev **last)
 {
+	OutRow	   *out = palloc0(sizeof(OutRow) * (n + 1));
 	OutRow		open;
 	bool		isopen = false;
 	int			nout = 0;
@@ -60,6 +61,7 @@ scd2_fold(FoldCols *c, Ev **evs, int n, OutRow *out, Ev **last)
 				j;
 
 	*last = NULL;
+	*outp = out;
 	memset(&open, 0, sizeof(open));
 	for (i = 0; i < n; i++)
 	{
@@ -141,6 +143,7 @@ const StorageKind scd2_kind = {
 	.label = "SCD type 2",
 	.tracks_history = true,
 	.nperiods = 2,
+	.sysperiods_from = 2,
 	.periods = scd2_periods,
 	.target_definition = scd2_target_definition,
 	.target_indexes = scd2_target_indexes,

@@ -100,7 +100,7 @@ storage_create_target(const char *schema, const char *name, List *srccols, List 
  * autocdc while new and empty: nothing of a user's is evaluated.
  */
 void
-storage_create_state(int target_id, Oid target, Oid seqtype, List *keys)
+storage_create_state(int target_id, Oid target, Oid seqtype, Oid sysseqtype, List *keys)
 {
 	StringInfoData sql;
 	ListCell   *lc;
@@ -121,9 +121,12 @@ storage_create_state(int target_id, Oid target, Oid seqtype, List *keys)
 	}
 	appendStringInfo(&sql, "%s %s, %s pg_catalog.pg_lsn NOT NULL, %s pg_catalog.int8 NOT NULL, "
 					 "%s pg_catalog.\"char\" NOT NULL, "
-					 "%s pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now())",
+					 "%s pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now()",
 					 STATE_SEQ_NAME, format_type_be_qualified(seqtype), STATE_LSN_NAME,
 					 STATE_ORD_NAME, STATE_KIND_NAME, STATE_AT_NAME);
+	if (OidIsValid(sysseqtype))
+		appendStringInfo(&sql, ", %s %s", STATE_SYSSEQ_NAME, format_type_be_qualified(sysseqtype));
+	appendStringInfoChar(&sql, ')');
 	become_superuser(&saved_uid, &saved_sec);
 	spi_exec(sql.data, SPI_OK_UTILITY);
 	spi_exec(psprintf("CREATE INDEX ON %s (%s)", sname, quoted_list(keys)), SPI_OK_UTILITY);
@@ -140,7 +143,7 @@ storage_create_state(int target_id, Oid target, Oid seqtype, List *keys)
 /* Does an existing target fit a flow of this kind? Error if not. */
 void
 storage_check_target(Oid target, const char *tname, List *srccols, List *selected,
-					 const StorageKind *kind, Oid seqtype)
+					 const StorageKind *kind, Oid seqtype, Oid sysseqtype)
 {
 	List	   *tcols = relation_columns(target);
 	ListCell   *lc;
@@ -168,17 +171,20 @@ storage_check_target(Oid target, const char *tname, List *srccols, List *selecte
 	for (i = 0; i < kind->nperiods; i++)
 	{
 		ColInfo    *t = find_column(tcols, kind->periods[i]);
+		bool		sys = i >= kind->sysperiods_from;
+		Oid			want = sys ? sysseqtype : seqtype;
 
 		if (t == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
 					 errmsg("target \"%s\" needs a column \"%s\" of type %s for %s",
-							tname, kind->periods[i], format_type_be(seqtype), kind->label)));
-		if (t->typid != seqtype)
+							tname, kind->periods[i], format_type_be(want), kind->label)));
+		if (t->typid != want)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("column \"%s\" of target \"%s\" has type %s, but the sequence has type %s",
-							kind->periods[i], tname, format_type_be(t->typid), format_type_be(seqtype))));
+					 errmsg("column \"%s\" of target \"%s\" has type %s, but the %s has type %s",
+							kind->periods[i], tname, format_type_be(t->typid),
+							sys ? "system sequence" : "sequence", format_type_be(want))));
 	}
 	/* the period columns of another kind */
 	kinds = storage_kinds(&nkinds);
@@ -351,12 +357,13 @@ storage_sync_columns(FlowDef *flow, bool refresh)
 
 /*
  * Drop a target's hidden state (as autocdc: dropping evaluates nothing),
- * and with drop_target the target and its composite sequence type (as the
- * caller, who must own them).
+ * and with drop_target the target and the composite types autocdc made for
+ * its sequences (as the caller, who must own them).
  */
 void
-storage_drop(int target_id, Oid target, const char *seq_typname, bool drop_target)
+storage_drop(int target_id, Oid target, List *typnames, bool drop_target)
 {
+	ListCell   *lc;
 	Oid			saved_uid;
 	int			saved_sec;
 	char	   *tschema = get_namespace_name(get_rel_namespace(target));
@@ -369,7 +376,7 @@ storage_drop(int target_id, Oid target, const char *seq_typname, bool drop_targe
 	if (!drop_target)
 		return;
 	spi_exec(psprintf("DROP TABLE %s", qualified_relname(target)), SPI_OK_UTILITY);
-	if (seq_typname)
-		spi_exec(psprintf("DROP TYPE IF EXISTS %s", quote_qualified_identifier(tschema, seq_typname)),
+	foreach(lc, typnames)
+		spi_exec(psprintf("DROP TYPE IF EXISTS %s", quote_qualified_identifier(tschema, lfirst(lc))),
 				 SPI_OK_UTILITY);
 }

@@ -19,11 +19,12 @@ extern bool storage_reserved_column(const char *name);
 extern Oid	storage_create_target(const char *schema, const char *name, List *srccols,
 								  List *selected, const StorageKind *kind, List *keys, Oid seqtype,
 								  Oid sysseqtype);
-extern void storage_create_state(int target_id, Oid target, Oid seqtype, List *keys);
+extern void storage_create_state(int target_id, Oid target, Oid seqtype, Oid sysseqtype,
+								 List *keys);
 extern void storage_check_target(Oid target, const char *name, List *srccols, List *selected,
-								 const StorageKind *kind, Oid seqtype);
+								 const StorageKind *kind, Oid seqtype, Oid sysseqtype);
 extern void storage_check_owner(FlowDef *flow);
 extern void storage_sync_columns(FlowDef *flow, bool refresh);
-extern void storage_drop(int target_id, Oid target, const char *seq_typname, bool drop_target);
+extern void storage_drop(int target_id, Oid target, List *typnames, bool drop_target);
 
 #endif							/* AUTOCDC_STORAGE_H */

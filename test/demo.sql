@@ -1,4 +1,4 @@
--- autocdc demo: the worked examples 1-7 of docs/semantics.md §8, end to end,
+-- autocdc demo: the worked examples 1-8 of docs/semantics.md §8, end to end,
 -- then a continuous flow that the background worker applies while events
 -- arrive, and changes() flows keeping a copy and the history of an ordinary
 -- table.  Prints the events, what each run applied, and the targets.
@@ -261,9 +261,32 @@ SELECT id, name, tier, changed_at FROM customers_copy ORDER BY id;
 SELECT id, name, tier, __start_at, __end_at FROM customers_history ORDER BY id, __start_at;
 
 \echo
+\echo '=== example 8: a bitemporal flow (business time bt, system time st), one event per run'
+CREATE TABLE quotes (company_id text, data_point text, bt time, st time, operation text);
+SELECT autocdc.create_flow('quotes_bt', 'quotes', '{company_id}', sequence_by => 'bt',
+	stored_as_scd_type => 'bitemporal', system_sequence_by => 'st',
+	apply_as_deletes => $$operation = 'DELETE'$$, except_column_list => '{bt,st,operation}',
+	continuous => false) AS "example 8 flow";
+INSERT INTO quotes VALUES ('A', 'XFv1', '10:01', '10:05', 'INSERT');
+SELECT num_events, num_upserted_rows, num_deleted_rows FROM autocdc.run_flow('quotes_bt');
+INSERT INTO quotes VALUES ('A', 'XFv2', '12:15:43', '12:20', 'UPDATE');
+SELECT num_events, num_upserted_rows, num_deleted_rows FROM autocdc.run_flow('quotes_bt');
+INSERT INTO quotes VALUES ('A', 'XFv3', '12:05', '12:25', 'UPDATE');
+SELECT num_events, num_upserted_rows, num_deleted_rows FROM autocdc.run_flow('quotes_bt');
+INSERT INTO quotes VALUES ('A', 'XFv2', '12:30', '12:30', 'DELETE');
+SELECT num_events, num_upserted_rows, num_deleted_rows FROM autocdc.run_flow('quotes_bt');
+\echo '--- every belief: (data_point, __start_at, __end_at, __system_start_at, __system_end_at)'
+SELECT data_point, __start_at, __end_at, __system_start_at, __system_end_at
+  FROM quotes_bt ORDER BY __start_at, __system_start_at;
+\echo '--- what did we believe at 12:22 about 12:10? (expected: XFv1; XFv3 was not known yet)'
+SELECT data_point FROM quotes_bt
+ WHERE __start_at <= '12:10' AND (__end_at IS NULL OR '12:10' < __end_at)
+   AND __system_start_at <= '12:22' AND (__system_end_at IS NULL OR '12:22' < __system_end_at);
+
+\echo
 \echo '--- autocdc.flows: totals (the change flows over both steps, the snapshot flows over v1 and v2)'
 \echo '    expected (events, upserted, deleted): users_scd1 8, 5, 1; users_scd1_truncate 9, 5, 3;'
-\echo '                                          users_scd2 8, 9, 0; users_scd2_no_city 8, 6, 0; all idle'
+\echo '                                          users_scd2 8, 9, 0; users_scd2_no_city 8, 6, 0; quotes_bt 4, 9, 0; all idle'
 SELECT name, state, continuous, num_events, num_upserted_rows, num_deleted_rows
   FROM autocdc.flows ORDER BY name;
 
@@ -291,7 +314,14 @@ CREATE TEMP TABLE exp7 (key, tracking, nontracking, s, e) AS VALUES
 	(3, 'a3', 'b3', 2, NULL), (4, 'a4', 'b4_new', 1, NULL);
 CREATE TEMP TABLE expf (name, num_events, num_upserted_rows, num_deleted_rows) AS VALUES
 	('users_scd1', 8, 5, 1), ('users_scd1_truncate', 9, 5, 3),
-	('users_scd2', 8, 9, 0), ('users_scd2_no_city', 8, 6, 0);
+	('users_scd2', 8, 9, 0), ('users_scd2_no_city', 8, 6, 0), ('quotes_bt', 4, 9, 0);
+CREATE TEMP TABLE exp11 (data_point, s, e, ss, se) AS VALUES
+	('XFv1', '10:01'::time, NULL::time, '10:05'::time, '12:20'::time),
+	('XFv1', '10:01', '12:15:43', '12:20', '12:25'), ('XFv1', '10:01', '12:05', '12:25', NULL),
+	('XFv3', '12:05', '12:15:43', '12:25', NULL), ('XFv2', '12:15:43', NULL, '12:20', '12:30'),
+	('XFv2', '12:15:43', '12:30', '12:30', NULL);
+CREATE TEMP VIEW quotes11 AS
+SELECT data_point, __start_at, __end_at, __system_start_at, __system_end_at FROM quotes_bt;
 CREATE TEMP TABLE exp8 (order_id, status, amount) AS VALUES
 	(1, 'shipped', 10::numeric), (3, 'new', 5::numeric);
 CREATE TEMP TABLE exp9 (id, name, tier, open) AS VALUES
@@ -323,6 +353,7 @@ SELECT what, pg_temp.same_rows(expected::regclass, got::regclass) AS ok
 			   ('example 5', 'exp5', 'users_snap_scd2'), ('example 6', 'exp6', 'users_snap_scd1'),
 			   ('example 7', 'exp7', 'items_history'), ('continuous flow', 'exp8', 'orders_current'),
 			   ('changes() history', 'exp9', 'history9'), ('changes() copy', 'exp10', 'copy10'),
+			   ('example 8', 'exp11', 'quotes11'),
 			   ('flow metrics', 'expf', 'flow_metrics'))
 	   AS c(what, expected, got)
 UNION ALL

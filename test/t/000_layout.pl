@@ -15,7 +15,7 @@ my $src = ($ENV{TESTDIR} // '.') . '/src';
 my @layers = (
 	[ base => qw(compat layout settings util) ],
 	[ store => qw(catalog failures lag registry) ],
-	[ engine => qw(fold kind scd1 scd2 storage rowstore expr batch slots source snapsource apply compare) ],
+	[ engine => qw(fold kind scd1 scd2 bitemporal storage rowstore expr batch slots source snapsource apply compare) ],
 	[ usecase => qw(define run snaprun pass lanes) ],
 	[ entry => qw(api statement parse worker guard autocdc) ],
 );

@@ -53,6 +53,16 @@ ok($node->poll_query_until('readme', q{
 		  FROM customers_history_st}),
 	'changes(customers) in the statement form: the worker read the table as it is now')
   or diag($node->safe_psql('readme', 'TABLE customers_history_st'));
+is($node->safe_psql('readme', q{SELECT string_agg(concat_ws(' ', data_point, __start_at, coalesce(__end_at::text, '-'),
+		__system_start_at, coalesce(__system_end_at::text, '-')), ', ' ORDER BY __start_at, __system_start_at)
+		FROM quotes_bt}),
+	'XFv1 10:01:00 - 10:05:00 12:20:00, XFv1 10:01:00 12:15:43 12:20:00 12:25:00, XFv1 10:01:00 12:05:00 12:25:00 -, '
+	  . 'XFv3 12:05:00 12:15:43 12:25:00 -, XFv2 12:15:43 - 12:20:00 12:30:00, XFv2 12:15:43 12:30:00 12:30:00 -',
+	'bitemporal: the rows README shows (example 8)');
+is($node->safe_psql('readme', q{SELECT data_point FROM quotes_bt
+		WHERE __start_at <= '12:10' AND (__end_at IS NULL OR '12:10' < __end_at)
+		AND __system_start_at <= '12:22' AND (__system_end_at IS NULL OR '12:22' < __system_end_at)}),
+	'XFv1', 'bitemporal: what README says was believed at 12:22 about 12:10');
 is($node->safe_psql('readme', q{SELECT count(*) FROM autocdc.flows WHERE state = 'error'}), '0',
 	'no flow of the examples is in error');
 
