@@ -733,6 +733,47 @@ sub pick_tracked
 	return pick([qw(b)], [qw(b)], [qw(a)], [qw(a b)], [qw(b c)]);
 }
 
+# What a stream exercises (for the per-mode notes): equal business sequence
+# of one key (or a truncate) with different system sequences; equal
+# (business, system) sequence; an event earlier in system time than one
+# before it; truncates; rows whose belief ended.
+sub coverage
+{
+	my ($events, $cov) = @_;
+	my (%bt_st, %pair, $late, $max_st);
+	for my $e (@$events)
+	{
+		my $k = kind_of($e) eq 'T' ? '*' : $e->{k};
+		push @{ $bt_st{"$k/$e->{bt}"} }, $e->{st};
+		$pair{"$k/$e->{bt}/$e->{st}"}++;
+		$late = 1 if defined $max_st && $e->{st} < $max_st;
+		$max_st = $e->{st} if !defined $max_st || $e->{st} > $max_st;
+	}
+	# a truncate ties with every key's event at its bt
+	for my $kb (grep { /^\*\// } keys %bt_st)
+	{
+		my ($bt) = $kb =~ m{/(.*)};
+		push @{ $bt_st{$_} }, @{ $bt_st{$kb} } for grep { m{^\d+/\Q$bt\E$} } keys %bt_st;
+	}
+	for my $p (grep { /^\*\// } keys %pair)
+	{
+		(my $rest = $p) =~ s{^\*/}{};
+		$pair{$_}++ for grep { m{^\d+/\Q$rest\E$} } keys %pair;
+	}
+	$cov->{bt_tie}++ if grep { my %d = map { $_ => 1 } @$_; keys(%d) > 1 } values %bt_st;
+	$cov->{exact_tie}++ if grep { $_ > 1 } values %pair;
+	$cov->{late}++ if $late;
+	$cov->{truncate}++ if grep { kind_of($_) eq 'T' } @$events;
+}
+
+sub coverage_note
+{
+	my ($cov, $n) = @_;
+	return sprintf("of %d streams: %d with equal bt and different st, %d with equal (bt, st), "
+		  . "%d late in system time, %d with truncates, %d with a belief that ended",
+		$n, map { $cov->{$_} // 0 } qw(bt_tie exact_tie late truncate ended));
+}
+
 sub report_failure
 {
 	my ($what, $mode, $tracked, $events, $plan, $sql, $err, $detail) = @_;
@@ -783,12 +824,16 @@ for my $mode (@MODES)
 {
 	my $mt0 = time;
 	my ($ok, $events_total) = (0, 0);
+	my %cov;
 	for my $s (1 .. $streams_per_mode)
 	{
 		my $events = gen_stream(0);
 		my $plan = gen_plan(scalar @$events);
 		my $tracked = pick_tracked($mode);
 		$events_total += @$events;
+		coverage($events, \%cov);
+		$cov{ended}++
+		  if grep { defined $_->[7] } model_bitemporal($events, $mode->{ignore}, $tracked);
 		my ($pass) = check_stream(
 			"$mode->{name} stream $s (" . scalar(@$events) . " events, " . scalar(@$plan) . " runs)",
 			$mode, $tracked, $events, $plan);
@@ -796,6 +841,7 @@ for my $mode (@MODES)
 	}
 	note sprintf("mode %s: %d of %d streams ok, %d events, %.1f s",
 		$mode->{name}, $ok, $streams_per_mode, $events_total, time - $mt0);
+	note "mode $mode->{name}: " . coverage_note(\%cov, $streams_per_mode);
 }
 
 # Arrival order: the same events (no (bt, st) ties) in two arrival orders and
