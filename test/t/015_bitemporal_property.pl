@@ -43,7 +43,7 @@
 #     AUTOCDC_PROPERTY_STREAMS=500 AUTOCDC_PROPERTY_SEED=7 make installcheck ...
 # The default (40 streams per mode, 323 flows, seed 42) takes about 45-75 s
 # on a 2-core machine; 200 per mode about 5 minutes.
-# (/work/tools/quick.sh passes AUTOCDC_PROPERTY_STREAMS but not the seed.)
+# (test/run-tests.sh passes both variables through.)
 # Only the model self-test, without PostgreSQL:
 #     AUTOCDC_MODEL_ONLY=1 perl test/t/015_bitemporal_property.pl
 # On a failure the test prints the seed, the stream's events, the run split,
