@@ -95,13 +95,7 @@ sys_arrival_compare(FoldCols *c, Ev *x, Ev *y)
 {
 	int			r = fold_sys_compare(c, x->sysseq, y->sysseq);
 
-	if (r != 0)
-		return r;
-	if (x->lsn != y->lsn)
-		return x->lsn < y->lsn ? -1 : 1;
-	if (x->ord != y->ord)
-		return x->ord < y->ord ? -1 : 1;
-	return 0;
+	return r != 0 ? r : fold_arrival_compare(x, y);
 }
 
 /*

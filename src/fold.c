@@ -33,19 +33,24 @@ fold_seq_equal(FoldCols *c, Datum x, bool xnull, Datum y, bool ynull)
 	return fold_seq_compare(c, x, y) == 0;
 }
 
+/* Order of arrival of two events: (lsn, ord). */
+int
+fold_arrival_compare(Ev *x, Ev *y)
+{
+	if (x->lsn != y->lsn)
+		return x->lsn < y->lsn ? -1 : 1;
+	if (x->ord != y->ord)
+		return x->ord < y->ord ? -1 : 1;
+	return 0;
+}
+
 /* Order of events: (sequence, lsn, ord). */
 int
 fold_event_compare(FoldCols *c, Ev *x, Ev *y)
 {
 	int			r = fold_seq_compare(c, x->seq, y->seq);
 
-	if (r != 0)
-		return r;
-	if (x->lsn != y->lsn)
-		return x->lsn < y->lsn ? -1 : 1;
-	if (x->ord != y->ord)
-		return x->ord < y->ord ? -1 : 1;
-	return 0;
+	return r != 0 ? r : fold_arrival_compare(x, y);
 }
 
 /* qsort_arg comparator for arrays of events (Ev *); arg is the FoldCols. */

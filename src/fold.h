@@ -86,6 +86,7 @@ typedef struct OutRow
 
 extern int	fold_seq_compare(FoldCols *c, Datum x, Datum y);
 extern bool fold_seq_equal(FoldCols *c, Datum x, bool xnull, Datum y, bool ynull);
+extern int	fold_arrival_compare(Ev *x, Ev *y);
 extern int	fold_event_compare(FoldCols *c, Ev *x, Ev *y);
 extern int	fold_qsort_events(const void *x, const void *y, void *arg);
 extern bool fold_column_equal(FoldCols *c, int i, Datum x, bool xnull, Datum y, bool ynull);
