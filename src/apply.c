@@ -195,6 +195,19 @@ period_type(ApplyCtx *a, int p)
 	return p >= a->kind->sysperiods_from ? a->flow->sysseq_type : a->flow->seq_type;
 }
 
+/* Has the hidden state its bookkeeping column (at attribute index idx) of type want? */
+static void
+check_bookkeeping(ApplyCtx *a, int idx, Oid want, const char *name)
+{
+	if (idx < 0 || TupleDescAttr(a->sdesc, idx)->atttypid != want)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+				 errmsg("hidden state %s of flow \"%s\" has been altered",
+						qualified_relname(a->staterel), a->flow->name),
+				 errdetail("Its bookkeeping column %s is missing or has another type.", name),
+				 errhint("Drop the flow and create it again.")));
+}
+
 /* Set up column metadata for a flow's target and state. */
 static void
 apply_setup(ApplyCtx *a, FlowDef *flow)
@@ -253,31 +266,13 @@ apply_setup(ApplyCtx *a, FlowDef *flow)
 			a->dattno[a->c.ndata++] = i;
 	}
 	for (i = 0; i < STATE_NCOLUMNS; i++)
-	{
-		Oid			want = i == STATE_SEQ ? flow->seq_type : state_columns[i].type;
-
-		if (a->bk[i] < 0 || TupleDescAttr(a->sdesc, a->bk[i])->atttypid != want)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
-					 errmsg("hidden state %s of flow \"%s\" has been altered",
-							qualified_relname(a->staterel), flow->name),
-					 errdetail("Its bookkeeping column %s is missing or has another type.",
-							   state_columns[i].name),
-					 errhint("Drop the flow and create it again.")));
-	}
+		check_bookkeeping(a, a->bk[i], i == STATE_SEQ ? flow->seq_type : state_columns[i].type,
+						  state_columns[i].name);
 	a->c.has_sys = a->kind->sysperiods_from < a->kind->nperiods;
 	a->c.sysperiods_from = a->kind->sysperiods_from;
-	if (a->c.has_sys &&
-		(a->bksys < 0 || TupleDescAttr(a->sdesc, a->bksys)->atttypid != flow->sysseq_type))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
-				 errmsg("hidden state %s of flow \"%s\" has been altered",
-						qualified_relname(a->staterel), flow->name),
-				 errdetail("Its bookkeeping column %s is missing or has another type.",
-						   STATE_SYSSEQ_NAME),
-				 errhint("Drop the flow and create it again.")));
 	if (a->c.has_sys)
 	{
+		check_bookkeeping(a, a->bksys, flow->sysseq_type, STATE_SYSSEQ_NAME);
 		tc = lookup_type_cache(flow->sysseq_type, TYPECACHE_CMP_PROC_FINFO);
 		if (!OidIsValid(tc->cmp_proc_finfo.fn_oid))
 			elog(ERROR, "system sequence type %u has no comparison function", flow->sysseq_type);
