@@ -99,6 +99,9 @@ ALTER TABLE autocdc.flow_state ADD COLUMN resync_reason text;
 ALTER TABLE autocdc.target ADD COLUMN keeps_state boolean NOT NULL DEFAULT true;
 -- bitemporal targets: the system sequence's type, and its composite <target>_sysseq
 ALTER TABLE autocdc.target ADD COLUMN sysseq_type regtype, ADD COLUMN sysseq_typname name;
+-- the range type <target>_seqrange autocdc created for the index of the
+-- periods (targets of 0.1 have no such index: docs/time_travel.md)
+ALTER TABLE autocdc.target ADD COLUMN range_typname name;
 
 -- the database's slots (main and laggard) that can serve flows
 CREATE FUNCTION autocdc_internal._slots(OUT slot_name name, OUT confirmed_flush pg_lsn,
@@ -222,3 +225,18 @@ UPDATE autocdc.flow SET track_columns = '{}'
 				OPERATOR(pg_catalog.@>)
 				ARRAY(SELECT c::pg_catalog.text FROM pg_catalog.unnest(columns) c
 					   WHERE c OPERATOR(pg_catalog.<>) ALL (keys))));
+
+-- time travel: the rows of an SCD 2 or bitemporal target valid at valid_at
+-- (as believed at known_at; omitted: now), called as as_of(NULL::target, ...)
+CREATE FUNCTION autocdc.as_of(rows anyelement, valid_at "any") RETURNS SETOF anyelement
+	LANGUAGE C STABLE AS 'MODULE_PATHNAME', 'autocdc_as_of';
+CREATE FUNCTION autocdc.as_of(rows anyelement, valid_at "any", known_at "any")
+	RETURNS SETOF anyelement
+	LANGUAGE C STABLE AS 'MODULE_PATHNAME', 'autocdc_as_of';
+-- the same for one key (a value, or a ROW of values for several key columns)
+CREATE FUNCTION autocdc.as_of_key(rows anyelement, key "any", valid_at "any")
+	RETURNS SETOF anyelement
+	LANGUAGE C STABLE AS 'MODULE_PATHNAME', 'autocdc_as_of_key';
+CREATE FUNCTION autocdc.as_of_key(rows anyelement, key "any", valid_at "any", known_at "any")
+	RETURNS SETOF anyelement
+	LANGUAGE C STABLE AS 'MODULE_PATHNAME', 'autocdc_as_of_key';

@@ -72,7 +72,9 @@ CREATE TABLE autocdc.target (
 	-- hidden state (src/define.c)
 	keeps_state boolean NOT NULL DEFAULT true,
 	sysseq_type regtype,		-- bitemporal: the system sequence's type
-	sysseq_typname name			-- composite <target>_sysseq created by autocdc
+	sysseq_typname name,		-- composite <target>_sysseq created by autocdc
+	range_typname name			-- range type <target>_seqrange created by autocdc for
+								-- the index of the periods (src/storage.c)
 );
 
 CREATE TABLE autocdc.flow (
@@ -268,6 +270,21 @@ CREATE FUNCTION autocdc.pause_flow(name text) RETURNS void
 	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_pause_flow';
 CREATE FUNCTION autocdc.resume_flow(name text) RETURNS void
 	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_resume_flow';
+
+-- time travel: the rows of an SCD 2 or bitemporal target valid at valid_at
+-- (as believed at known_at; omitted: now), called as as_of(NULL::target, ...)
+CREATE FUNCTION autocdc.as_of(rows anyelement, valid_at "any") RETURNS SETOF anyelement
+	LANGUAGE C STABLE AS 'MODULE_PATHNAME', 'autocdc_as_of';
+CREATE FUNCTION autocdc.as_of(rows anyelement, valid_at "any", known_at "any")
+	RETURNS SETOF anyelement
+	LANGUAGE C STABLE AS 'MODULE_PATHNAME', 'autocdc_as_of';
+-- the same for one key (a value, or a ROW of values for several key columns)
+CREATE FUNCTION autocdc.as_of_key(rows anyelement, key "any", valid_at "any")
+	RETURNS SETOF anyelement
+	LANGUAGE C STABLE AS 'MODULE_PATHNAME', 'autocdc_as_of_key';
+CREATE FUNCTION autocdc.as_of_key(rows anyelement, key "any", valid_at "any", known_at "any")
+	RETURNS SETOF anyelement
+	LANGUAGE C STABLE AS 'MODULE_PATHNAME', 'autocdc_as_of_key';
 
 GRANT USAGE ON SCHEMA autocdc TO PUBLIC;
 -- state tables are owned by their targets' owners; the schema must be reachable

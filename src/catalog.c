@@ -873,7 +873,7 @@ catalog_load_target(Oid relid, TargetDef *t)
 
 	arg_oid(&a, relid);
 	if (cat_exec("SELECT id, scd_type, keys, seq_type::pg_catalog.oid, seq_typname, columns, keeps_state, "
-				 "sysseq_type::pg_catalog.oid, sysseq_typname "
+				 "sysseq_type::pg_catalog.oid, sysseq_typname, range_typname "
 				 "FROM autocdc.target WHERE relid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
 				 &a, SPI_OK_SELECT) == 0)
 		return false;
@@ -890,6 +890,8 @@ catalog_load_target(Oid relid, TargetDef *t)
 	t->sysseq_type = isnull ? InvalidOid : DatumGetObjectId(d);
 	d = result_value(9, &isnull);
 	t->sysseq_typname = isnull ? NULL : pstrdup(NameStr(*DatumGetName(d)));
+	d = result_value(10, &isnull);
+	t->range_typname = isnull ? NULL : pstrdup(NameStr(*DatumGetName(d)));
 	return true;
 }
 
@@ -911,10 +913,12 @@ catalog_insert_target(TargetDef *t)
 	arg_add(&a, OIDOID, ObjectIdGetDatum(t->sysseq_type), !OidIsValid(t->sysseq_type));
 	arg_add(&a, NAMEOID, t->sysseq_typname ? DirectFunctionCall1(namein, CStringGetDatum(t->sysseq_typname)) : 0,
 			t->sysseq_typname == NULL);
+	arg_add(&a, NAMEOID, t->range_typname ? DirectFunctionCall1(namein, CStringGetDatum(t->range_typname)) : 0,
+			t->range_typname == NULL);
 	cat_exec("INSERT INTO autocdc.target (relid, scd_type, keys, seq_type, seq_typname, columns, keeps_state, "
-			 "sysseq_type, sysseq_typname) "
+			 "sysseq_type, sysseq_typname, range_typname) "
 			 "VALUES ($1::pg_catalog.regclass, $2, $3, $4::pg_catalog.regtype, $5, $6, $7, "
-			 "$8::pg_catalog.regtype, $9) RETURNING id",
+			 "$8::pg_catalog.regtype, $9, $10) RETURNING id",
 			 &a, SPI_OK_INSERT_RETURNING);
 	t->id = DatumGetInt32(result_value(1, &isnull));
 }
@@ -935,7 +939,8 @@ catalog_set_target_keeps_state(int target_id)
 
 /*
  * Delete a target's row and the flows still writing it; returns the names
- * of the composite types autocdc made for it (sequence, system sequence).
+ * of the types autocdc made for it (range, sequence, system sequence: in
+ * the order they can be dropped).
  */
 List *
 catalog_delete_target(int target_id)
@@ -950,10 +955,11 @@ catalog_delete_target(int target_id)
 	arg_int4(&a, target_id);
 	cat_exec("DELETE FROM autocdc.flow WHERE target_id OPERATOR(pg_catalog.=) $1", &a, SPI_OK_DELETE);
 	if (cat_exec("DELETE FROM autocdc.target WHERE id OPERATOR(pg_catalog.=) $1 "
-				 "RETURNING seq_typname, sysseq_typname",
+				 "RETURNING range_typname, seq_typname, sysseq_typname",
 				 &a, SPI_OK_DELETE_RETURNING) == 0)
 		return NIL;
-	for (i = 1; i <= 2; i++)
+	/* the range type first: it may be a range of the sequence's type */
+	for (i = 1; i <= 3; i++)
 	{
 		d = result_value(i, &isnull);
 		if (!isnull)

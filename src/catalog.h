@@ -99,6 +99,7 @@ typedef struct TargetDef
 								 * NULL */
 	Oid			sysseq_type;	/* bitemporal: the system sequence's type */
 	char	   *sysseq_typname; /* composite <target>_sysseq, or NULL */
+	char	   *range_typname;	/* range type <target>_seqrange, or NULL */
 	List	   *columns;		/* data columns of the target, in order */
 	bool		keeps_state;	/* false: its one flow needs no per-key
 								 * hidden state */

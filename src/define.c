@@ -79,6 +79,7 @@ typedef struct Definition
 	ExprInfo   *sysseq;			/* bitemporal: system_sequence_by */
 	Oid			sysseqtype;
 	char	   *sysseqtypname;
+	char	   *rangetypname;	/* <target>_seqrange created with the target */
 	/* target */
 	RangeVar   *trv;
 	Oid			target;
@@ -1003,7 +1004,7 @@ def_target(Definition *d)
 	{
 		d->target = storage_create_target(d->trv->schemaname, d->trv->relname, d->tgtcols,
 										  d->selected, d->kind, d->keys, d->seqtype,
-										  d->sysseqtype);
+										  d->sysseqtype, &d->rangetypname);
 		return;
 	}
 	if (!compat_class_ownercheck(d->target, GetUserId()))
@@ -1051,6 +1052,7 @@ def_record_target(Definition *d)
 	d->tdef.seq_typname = d->seqtypname;
 	d->tdef.sysseq_type = d->sysseqtype;
 	d->tdef.sysseq_typname = d->sysseqtypname;
+	d->tdef.range_typname = d->rangetypname;
 	d->tdef.keeps_state = !def_commit_ordered(d);
 	foreach(lc, relation_columns(d->target))
 	{

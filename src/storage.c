@@ -17,13 +17,20 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/table.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/relcache.h"
+#include "utils/syscache.h"
 
 #include "compat.h"
 #include "layout.h"
@@ -63,14 +70,126 @@ storage_reserved_column(const char *name)
 	return false;
 }
 
+/* PostgreSQL's own range type over a type, or InvalidOid. */
+static Oid
+builtin_range(Oid typid)
+{
+	switch (typid)
+	{
+		case INT4OID:
+			return INT4RANGEOID;
+		case INT8OID:
+			return INT8RANGEOID;
+		case NUMERICOID:
+			return NUMRANGEOID;
+		case TIMESTAMPOID:
+			return TSRANGEOID;
+		case TIMESTAMPTZOID:
+			return TSTZRANGEOID;
+		case DATEOID:
+			return DATERANGEOID;
+		default:
+			return InvalidOid;
+	}
+}
+
+/*
+ * Create the index autocdc.as_of reads (as the caller, on a new target):
+ * SP-GiST over the range [__start_at, __end_at) of the business periods,
+ * whose containment operator finds the rows valid at a time.  A sequence
+ * type without a range type of PostgreSQL's gets <target>_seqrange, named
+ * in *rangetypname.  (docs/time_travel.md has the measurements that chose
+ * SP-GiST over GiST and over walking the keys.)
+ */
+static void
+create_period_index(const char *schema, const char *name, Oid seqtype, char **rangetypname)
+{
+	Oid			range = builtin_range(seqtype);
+	char	   *rangefn;
+
+	if (OidIsValid(range))
+		rangefn = format_type_be_qualified(range);
+	else
+	{
+		char	   *typname = psprintf("%s_seqrange", name);
+		Oid			existing = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum(typname),
+											   ObjectIdGetDatum(get_namespace_oid(schema, false)));
+
+		if (!OidIsValid(existing))
+			spi_exec(psprintf("CREATE TYPE %s AS RANGE (SUBTYPE = %s)",
+							  quote_qualified_identifier(schema, typname),
+							  format_type_be_qualified(seqtype)),
+					 SPI_OK_UTILITY);
+		else if (get_range_subtype(existing) != seqtype)
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_OBJECT),
+					 errmsg("type %s already exists and is not a range of %s",
+							quote_qualified_identifier(schema, typname), format_type_be(seqtype)),
+					 errhint("autocdc names the range type of a target's periods <target>_seqrange; "
+							 "drop or rename the type.")));
+		rangefn = quote_qualified_identifier(schema, typname);
+		*rangetypname = typname;
+	}
+	spi_exec(psprintf("CREATE INDEX ON %s USING spgist (%s(%s, %s))",
+					  quote_qualified_identifier(schema, name), rangefn,
+					  SCD_START_NAME, SCD_END_NAME),
+			 SPI_OK_UTILITY);
+}
+
+/*
+ * The range constructor of the index of a target's periods (*rangefn), and
+ * its range type; InvalidOid when the target has no such index (targets
+ * of 0.1, or created by their users).
+ */
+Oid
+storage_period_range(Oid target, Oid *rangefn)
+{
+	Relation	rel = table_open(target, AccessShareLock);
+	List	   *indexes = RelationGetIndexList(rel);
+	AttrNumber	start = get_attnum(target, SCD_START_NAME);
+	AttrNumber	end = get_attnum(target, SCD_END_NAME);
+	Oid			range = InvalidOid;
+	ListCell   *lc;
+
+	foreach(lc, indexes)
+	{
+		Relation	ind = index_open(lfirst_oid(lc), AccessShareLock);
+		List	   *exprs;
+		FuncExpr   *fn;
+
+		if (ind->rd_rel->relam == SPGIST_AM_OID && ind->rd_index->indnatts == 1 &&
+			ind->rd_index->indkey.values[0] == 0 && RelationGetIndexPredicate(ind) == NIL &&
+			list_length(exprs = RelationGetIndexExpressions(ind)) == 1 &&
+			IsA(linitial(exprs), FuncExpr) &&
+			list_length((fn = linitial(exprs))->args) == 2 &&
+			IsA(linitial(fn->args), Var) && IsA(lsecond(fn->args), Var) &&
+			((Var *) linitial(fn->args))->varattno == start &&
+			((Var *) lsecond(fn->args))->varattno == end &&
+			type_is_range(fn->funcresulttype))
+		{
+			range = fn->funcresulttype;
+			*rangefn = fn->funcid;
+		}
+		index_close(ind, AccessShareLock);
+		if (OidIsValid(range))
+			break;
+	}
+	list_free(indexes);
+	table_close(rel, AccessShareLock);
+	return range;
+}
+
 /*
  * Create a flow's target (as the caller, in the calling transaction): the
  * selected source columns in source order with their types, typmods and
- * collations, then the kind's period columns and keys.  Returns its oid.
+ * collations, then the kind's period columns and keys, and for kinds with
+ * periods the index of the periods (*rangetypname: the range type created
+ * for it, or left alone).  Returns its oid.
  */
 Oid
 storage_create_target(const char *schema, const char *name, List *srccols, List *selected,
-					  const StorageKind *kind, List *keys, Oid seqtype, Oid sysseqtype)
+					  const StorageKind *kind, List *keys, Oid seqtype, Oid sysseqtype,
+					  char **rangetypname)
 {
 	StringInfoData sql;
 	ListCell   *lc;
@@ -89,6 +208,8 @@ storage_create_target(const char *schema, const char *name, List *srccols, List 
 	appendStringInfoChar(&sql, ')');
 	spi_exec(sql.data, SPI_OK_UTILITY);
 	kind->target_indexes(qname, quoted_list(keys));
+	if (kind->nperiods > 0)
+		create_period_index(schema, name, seqtype, rangetypname);
 	CommandCounterIncrement();
 	return get_relname_relid(name, get_namespace_oid(schema, false));
 }

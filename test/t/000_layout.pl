@@ -17,7 +17,7 @@ my @layers = (
 	[ store => qw(catalog failures lag registry) ],
 	[ engine => qw(fold kind scd1 scd2 bitemporal storage rowstore expr batch slots source snapsource apply compare) ],
 	[ usecase => qw(define run snaprun pass lanes) ],
-	[ entry => qw(api statement parse worker guard autocdc) ],
+	[ entry => qw(api timetravel statement parse worker guard autocdc) ],
 );
 my %layer_of;
 for my $i (0 .. $#layers)
