@@ -30,7 +30,10 @@
 #     both): events inserted in random runs (transactions of INSERTs),
 #     run_flow after every run; the target after EVERY run must equal the
 #     model of the events inserted so far, and num_events per run the rows
-#     inserted since the previous run.
+#     inserted since the previous run; after the last run, autocdc.as_of
+#     equals its definition (a plain query of the target) at every business
+#     time and every system time at which a belief begins, just before it,
+#     and for the current belief.
 #  4. arrival order: the same events (no two sharing (business, system)
 #     sequence) fed in a shuffled order, with another run split, into a
 #     second flow: both targets equal the model.
@@ -615,7 +618,36 @@ sub stream_sql
 	}
 	$sql .= run_sql($id, ++$r);    # right after the last one: nothing new
 	$sql .= "SELECT 'TOTAL:' || num_events FROM autocdc.flows WHERE name = 'f_$id';\n";
-	return $sql;
+	return $sql . asof_sql($id);
+}
+
+# autocdc.as_of against its definition written as a plain query, at every
+# business time 0..9 and at each system time where a belief begins and just
+# before it (and for the current belief): the number of (valid_at, known_at)
+# pairs checked and of those that differ.
+sub asof_sql
+{
+	my ($id) = @_;
+	my $t = "tgt_$id";
+	my $row = "concat_ws('|', k, a, b, c, __start_at, __end_at, __system_start_at, __system_end_at)";
+	return <<"SQL";
+WITH ys AS (SELECT __system_start_at AS y FROM $t UNION SELECT __system_start_at - 1 FROM $t
+			UNION SELECT NULL::int),
+	 pairs AS (SELECT x, y FROM generate_series(0, 9) x, ys),
+	 cmp AS (SELECT x, y,
+				(SELECT string_agg($row, ',' ORDER BY k) FROM
+					(SELECT * FROM autocdc.as_of(NULL::$t, x, y) WHERE y IS NOT NULL
+					 UNION ALL SELECT * FROM autocdc.as_of(NULL::$t, x) WHERE y IS NULL) r) AS got,
+				(SELECT string_agg($row, ',' ORDER BY k) FROM $t
+				  WHERE __start_at <= x AND (__end_at IS NULL OR x < __end_at)
+					AND CASE WHEN y IS NULL THEN __system_end_at IS NULL
+							 ELSE __system_start_at <= y AND (__system_end_at IS NULL OR y < __system_end_at) END) AS want
+			   FROM pairs)
+SELECT 'ASOF:' || count(*) || ' ' || count(*) FILTER (WHERE got IS DISTINCT FROM want)
+	   || coalesce(' first: ' || min(format('x=%s y=%s got=%s want=%s', x, y, got, want))
+					  FILTER (WHERE got IS DISTINCT FROM want), '')
+  FROM cmp;
+SQL
 }
 
 sub cleanup_sql
@@ -817,6 +849,8 @@ sub check_stream
 		join(',', 0, @counts, 0), "$name: num_events per run");
 	$pass &= is(join(',', map { /^TOTAL:(.*)/ ? $1 : () } @$lines),
 		scalar(@$events), "$name: every event applied once");
+	my ($asof) = map { /^ASOF:(.*)/ ? $1 : () } @$lines;
+	$pass &= like($asof // '', qr/^\d+ 0$/, "$name: as_of equals its definition at every pair of times");
 	$pass &= unlike($err, qr/ERROR|FATAL|PANIC|timed out/, "$name: no errors");
 	report_failure("$name (id $id)", $mode, $tracked, $events, $plan, $sql, $err, $detail)
 	  unless $pass;

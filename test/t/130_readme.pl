@@ -63,6 +63,10 @@ is($node->safe_psql('readme', q{SELECT data_point FROM quotes_bt
 		WHERE __start_at <= '12:10' AND (__end_at IS NULL OR '12:10' < __end_at)
 		AND __system_start_at <= '12:22' AND (__system_end_at IS NULL OR '12:22' < __system_end_at)}),
 	'XFv1', 'bitemporal: what README says was believed at 12:22 about 12:10');
+is($node->safe_psql('readme', q{SELECT data_point FROM autocdc.as_of(NULL::quotes_bt, '12:10', '12:22')}),
+	'XFv1', 'as_of: the same belief, as README asks it');
+is($node->safe_psql('readme', q{SELECT data_point FROM autocdc.as_of(NULL::quotes_bt, '12:10')}),
+	'XFv3', 'as_of: what README says is believed now about 12:10');
 is($node->safe_psql('readme', q{SELECT count(*) FROM autocdc.flows WHERE state = 'error'}), '0',
 	'no flow of the examples is in error');
 
