@@ -31,9 +31,9 @@
 #     run_flow after every run; the target after EVERY run must equal the
 #     model of the events inserted so far, and num_events per run the rows
 #     inserted since the previous run; after the last run, autocdc.as_of
-#     equals its definition (a plain query of the target) at every business
-#     time and every system time at which a belief begins, just before it,
-#     and for the current belief.
+#     equals its definition (a plain query of the target) at even business
+#     times and every system time at which a belief begins, before the
+#     first, and for the current belief.
 #  4. arrival order: the same events (no two sharing (business, system)
 #     sequence) fed in a shuffled order, with another run split, into a
 #     second flow: both targets equal the model.
@@ -621,19 +621,20 @@ sub stream_sql
 	return $sql . asof_sql($id);
 }
 
-# autocdc.as_of against its definition written as a plain query, at every
-# business time 0..9 and at each system time where a belief begins and just
-# before it (and for the current belief): the number of (valid_at, known_at)
-# pairs checked and of those that differ.
+# autocdc.as_of against its definition written as a plain query, at the
+# business times 0, 2, .., 8 (the sequences are 1..8) and at each system time
+# where a belief begins, before the first, and for the current belief: the
+# number of (valid_at, known_at) pairs checked and of those that differ.
+# (Every business time at every system time would triple the test's time.)
 sub asof_sql
 {
 	my ($id) = @_;
 	my $t = "tgt_$id";
 	my $row = "concat_ws('|', k, a, b, c, __start_at, __end_at, __system_start_at, __system_end_at)";
 	return <<"SQL";
-WITH ys AS (SELECT __system_start_at AS y FROM $t UNION SELECT __system_start_at - 1 FROM $t
+WITH ys AS (SELECT __system_start_at AS y FROM $t UNION SELECT min(__system_start_at) - 1 FROM $t
 			UNION SELECT NULL::int),
-	 pairs AS (SELECT x, y FROM generate_series(0, 9) x, ys),
+	 pairs AS (SELECT x, y FROM generate_series(0, 9, 2) x, ys),
 	 cmp AS (SELECT x, y,
 				(SELECT string_agg($row, ',' ORDER BY k) FROM
 					(SELECT * FROM autocdc.as_of(NULL::$t, x, y) WHERE y IS NOT NULL
