@@ -108,14 +108,14 @@ SELECT count(*) AS pairs, count(*) FILTER (WHERE d) AS differences
 					OR EXISTS (SELECT * FROM ab_brute(x::time, y::time)
 							   EXCEPT ALL SELECT * FROM autocdc.as_of(NULL::ab, x::time, y::time)) AS d) c;
 
--- SCD 2 and bitemporal targets get an SP-GiST index over the range of their
+-- SCD 2 and bitemporal targets get a GiST index over the range of their
 -- periods (a range type of their own where PostgreSQL has none for the
 -- sequence's type); with more rows than keys, as_of reads the target
 -- through it, never by a sequential scan
-SELECT c.relname AS target, pg_get_indexdef(i.indexrelid) ~ 'USING spgist' AS spgist,
-	   regexp_replace(pg_get_indexdef(i.indexrelid), '^.*USING spgist ', '') AS expression
+SELECT c.relname AS target, pg_get_indexdef(i.indexrelid) ~ 'USING gist' AS gist,
+	   regexp_replace(pg_get_indexdef(i.indexrelid), '^.*USING gist ', '') AS expression
   FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
- WHERE c.relname IN ('ao', 'ao2', 'ao3', 'ab') AND pg_get_indexdef(i.indexrelid) ~ 'spgist'
+ WHERE c.relname IN ('ao', 'ao2', 'ao3', 'ab') AND pg_get_indexdef(i.indexrelid) ~ 'USING gist'
  ORDER BY 1;
 SELECT typname, rngsubtype::regtype FROM pg_range JOIN pg_type ON oid = rngtypid
  WHERE typname LIKE 'a%\_seqrange' ORDER BY 1;
@@ -141,7 +141,7 @@ SELECT count(*) AS differences FROM generate_series(0, 320, 7) x,
 -- without the index (a target of autocdc 0.1, or one its user made), the
 -- same rows by a plain query
 SELECT indexrelid::regclass AS periods_index FROM pg_index
- WHERE indrelid = 'aw'::regclass AND pg_get_indexdef(indexrelid) ~ 'spgist' \gset
+ WHERE indrelid = 'aw'::regclass AND pg_get_indexdef(indexrelid) ~ 'USING gist' \gset
 DROP INDEX :periods_index;
 SELECT count(*) AS differences FROM generate_series(0, 320, 7) x,
 	LATERAL (SELECT * FROM autocdc.as_of(NULL::aw, x) EXCEPT ALL

@@ -95,11 +95,12 @@ builtin_range(Oid typid)
 
 /*
  * Create the index autocdc.as_of reads (as the caller, on a new target):
- * SP-GiST over the range [__start_at, __end_at) of the business periods,
+ * GiST over the range [__start_at, __end_at) of the business periods,
  * whose containment operator finds the rows valid at a time.  A sequence
  * type without a range type of PostgreSQL's gets <target>_seqrange, named
  * in *rangetypname.  (docs/time_travel.md has the measurements that chose
- * SP-GiST over GiST and over walking the keys.)
+ * GiST over SP-GiST, whose inserts of ever later open versions are
+ * quadratic, and over walking the keys.)
  */
 static void
 create_period_index(const char *schema, const char *name, Oid seqtype, char **rangetypname)
@@ -130,7 +131,7 @@ create_period_index(const char *schema, const char *name, Oid seqtype, char **ra
 		rangefn = quote_qualified_identifier(schema, typname);
 		*rangetypname = typname;
 	}
-	spi_exec(psprintf("CREATE INDEX ON %s USING spgist (%s(%s, %s))",
+	spi_exec(psprintf("CREATE INDEX ON %s USING gist (%s(%s, %s))",
 					  quote_qualified_identifier(schema, name), rangefn,
 					  SCD_START_NAME, SCD_END_NAME),
 			 SPI_OK_UTILITY);
@@ -157,7 +158,7 @@ storage_period_range(Oid target, Oid *rangefn)
 		List	   *exprs;
 		FuncExpr   *fn;
 
-		if (ind->rd_rel->relam == SPGIST_AM_OID && ind->rd_index->indnatts == 1 &&
+		if (ind->rd_rel->relam == GIST_AM_OID && ind->rd_index->indnatts == 1 &&
 			ind->rd_index->indkey.values[0] == 0 && RelationGetIndexPredicate(ind) == NIL &&
 			list_length(exprs = RelationGetIndexExpressions(ind)) == 1 &&
 			IsA(linitial(exprs), FuncExpr) &&

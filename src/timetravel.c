@@ -6,7 +6,7 @@
  *		system time.
  *
  * The rows of every key valid at X are found through the index autocdc
- * creates with SCD 2 and bitemporal targets (storage.c): SP-GiST over the
+ * creates with SCD 2 and bitemporal targets (storage.c): GiST over the
  * range [__start_at, __end_at), whose containment operator answers "valid
  * at X" directly; the conditions on the system time filter what it finds.
  * The rows of one key are found through the primary key (keys, __start_at
