@@ -911,8 +911,7 @@ sequence_type(Definition *d, ExprInfo *seq, const char *suffix, char **typnamep)
 	if (seq->field_names == NIL)
 		return seq->typid;
 	typname = psprintf("%s%s", d->trv->relname, suffix);
-	existing = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum(typname),
-							   ObjectIdGetDatum(get_namespace_oid(tschema, false)));
+	existing = type_in_schema(tschema, typname);
 	*typnamep = typname;
 	if (!OidIsValid(existing))
 	{
@@ -926,8 +925,7 @@ sequence_type(Definition *d, ExprInfo *seq, const char *suffix, char **typnamep)
 		appendStringInfoString(&sql, ")");
 		spi_exec(sql.data, SPI_OK_UTILITY);
 		CommandCounterIncrement();
-		existing = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum(typname),
-								   ObjectIdGetDatum(get_namespace_oid(tschema, false)));
+		existing = type_in_schema(tschema, typname);
 	}
 	seq->normalized = psprintf("(%s)::%s", seq->normalized, format_type_be_qualified(existing));
 	return existing;

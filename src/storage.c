@@ -30,7 +30,6 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/relcache.h"
-#include "utils/syscache.h"
 
 #include "compat.h"
 #include "layout.h"
@@ -113,8 +112,7 @@ create_period_index(const char *schema, const char *name, Oid seqtype, char **ra
 	else
 	{
 		char	   *typname = psprintf("%s_seqrange", name);
-		Oid			existing = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum(typname),
-											   ObjectIdGetDatum(get_namespace_oid(schema, false)));
+		Oid			existing = type_in_schema(schema, typname);
 
 		if (!OidIsValid(existing))
 			spi_exec(psprintf("CREATE TYPE %s AS RANGE (SUBTYPE = %s)",

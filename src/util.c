@@ -402,6 +402,14 @@ quoted_list(List *names)
 	return buf.data;
 }
 
+/* The type named name in schema, or InvalidOid. */
+Oid
+type_in_schema(const char *schema, const char *name)
+{
+	return GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum(name),
+						   ObjectIdGetDatum(get_namespace_oid(schema, false)));
+}
+
 /* Has the type a default btree ordering? */
 bool
 type_is_orderable(Oid typid)

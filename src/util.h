@@ -58,6 +58,7 @@ extern List *relation_columns(Oid relid);
 extern Oid	relation_owner(Oid relid);
 extern ColInfo *find_column(List *cols, const char *name);
 extern char *column_definition(const char *name, Oid typid, int32 typmod, Oid collation);
+extern Oid	type_in_schema(const char *schema, const char *name);
 extern bool type_is_orderable(Oid typid);
 extern char *equality_operator(Oid typid);
 
