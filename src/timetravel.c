@@ -87,6 +87,16 @@ arg_type(FunctionCallInfo fcinfo, int i)
 	return typid;
 }
 
+/* A tuple over the composite datum th (no copy). */
+static void
+tuple_of_datum(HeapTupleHeader th, HeapTupleData *tuple)
+{
+	tuple->t_len = HeapTupleHeaderGetDatumLength(th);
+	ItemPointerSetInvalid(&tuple->t_self);
+	tuple->t_tableOid = InvalidOid;
+	tuple->t_data = th;
+}
+
 /*
  * The fields of a row value, dropped columns left out: their number, their
  * types, values and nulls (palloc'd).
@@ -103,10 +113,7 @@ row_fields(Datum row, Oid **types, Datum **values, bool **nulls)
 	int			nfields = 0;
 	int			i;
 
-	tuple.t_len = HeapTupleHeaderGetDatumLength(th);
-	ItemPointerSetInvalid(&tuple.t_self);
-	tuple.t_tableOid = InvalidOid;
-	tuple.t_data = th;
+	tuple_of_datum(th, &tuple);
 	heap_deform_tuple(&tuple, desc, v, n);
 	*types = palloc(desc->natts * sizeof(Oid));
 	*values = palloc(desc->natts * sizeof(Datum));
@@ -425,13 +432,9 @@ as_of_rows(FunctionCallInfo fcinfo, int key_arg, int valid_arg, int known_arg)
 		{
 			bool		isnull;
 			Datum		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
-			HeapTupleHeader th = DatumGetHeapTupleHeader(d);
 			HeapTupleData tuple;
 
-			tuple.t_len = HeapTupleHeaderGetDatumLength(th);
-			ItemPointerSetInvalid(&tuple.t_self);
-			tuple.t_tableOid = InvalidOid;
-			tuple.t_data = th;
+			tuple_of_datum(DatumGetHeapTupleHeader(d), &tuple);
 			tuplestore_puttuple(rsinfo->setResult, &tuple);
 		}
 		SPI_freetuptable(SPI_tuptable);
