@@ -19,7 +19,7 @@ extern bool storage_reserved_column(const char *name);
 extern Oid	storage_create_target(const char *schema, const char *name, List *srccols,
 								  List *selected, const StorageKind *kind, List *keys, Oid seqtype,
 								  Oid sysseqtype, char **rangetypname);
-extern Oid	storage_period_range(Oid target, Oid *rangefn);
+extern Oid	storage_period_range(Oid target, Oid *rangefn, bool *ended_only);
 extern void storage_create_state(int target_id, Oid target, Oid seqtype, Oid sysseqtype,
 								 List *keys);
 extern void storage_check_target(Oid target, const char *name, List *srccols, List *selected,

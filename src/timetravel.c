@@ -265,23 +265,38 @@ append_belief(StringInfo sql, const char *known)
  * The query of the rows of every key, whose one column is the target's
  * whole row: valid and known are the SQL expressions of the times (known
  * NULL: the current belief).  *by_index is set when the target has the
- * index of its periods and it is to be used.
+ * index of its periods and it is to be used.  Where that index holds only
+ * the ended versions, the open ones (valid from their start on) come from
+ * the btree over their starts.
  */
 static char *
 every_key_query(TargetDef *t, bool bitemporal, const char *valid, const char *known, bool *by_index)
 {
 	StringInfoData sql;
 	Oid			rangefn = InvalidOid;
-	Oid			range = storage_period_range(t->relid, &rangefn);
+	bool		ended_only = false;
+	Oid			range = storage_period_range(t->relid, &rangefn, &ended_only);
+	char	   *from = psprintf("SELECT " AS_ROW " FROM %s " AS_ROW " WHERE ",
+								qualified_relname(t->relid));
 
 	initStringInfo(&sql);
-	appendStringInfo(&sql, "SELECT " AS_ROW " FROM %s " AS_ROW " WHERE ", qualified_relname(t->relid));
+	appendStringInfoString(&sql, from);
 	if (OidIsValid(range))
+	{
 		appendStringInfo(&sql, "%s(" AS_ROW "." SCD_START_NAME ", " AS_ROW "." SCD_END_NAME ")"
 						 " OPERATOR(pg_catalog.@>) %s",
 						 quote_qualified_identifier(get_namespace_name(get_func_namespace(rangefn)),
 													get_func_name(rangefn)),
 						 valid);
+		if (ended_only)
+		{
+			appendStringInfoString(&sql, " AND " AS_ROW "." SCD_END_NAME " IS NOT NULL");
+			if (bitemporal)
+				append_belief(&sql, known);
+			appendStringInfo(&sql, " UNION ALL %s" AS_ROW "." SCD_END_NAME " IS NULL AND "
+							 AS_ROW "." SCD_START_NAME " <= %s", from, valid);
+		}
+	}
 	else
 		appendStringInfo(&sql, AS_ROW "." SCD_START_NAME " <= %s AND (" AS_ROW "." SCD_END_NAME
 						 " IS NULL OR %s < " AS_ROW "." SCD_END_NAME ")", valid, valid);

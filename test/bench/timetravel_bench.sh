@@ -9,8 +9,10 @@
 #     10*i plus a jitter, system sequence i, 5% deletes; 10% of them arrive
 #     late, after 1-5 later events of their key) applied in 10 runs of
 #     run_flow (one per arrival slot) by an SCD 2 flow, a bitemporal flow,
-#     an SCD 2 flow without the GiST index of the periods autocdc
-#     creates (what the index costs), and one with SP-GiST instead of it;
+#     an SCD 2 flow without the indexes of the periods autocdc creates
+#     (GiST over the ended versions, btree over the starts of the open
+#     ones: what they cost), one with a GiST over every row instead (what
+#     earlier builds made) and one with SP-GiST instead of GiST;
 #     each in a database of its own, alternating which goes first; the SCD 2
 #     target must equal the bitemporal target's current belief;
 #  2. autocdc.as_of on SCD 2 targets of 1M rows (20k keys x 50 versions,
@@ -67,11 +69,16 @@ SELECT autocdc.create_flow('t', 'feed', '{k}', sequence_by => 'bt', apply_as_del
 	except_column_list => '{bt,st,op}', continuous => false,
 	stored_as_scd_type => CASE WHEN :'m' = 'bitemporal' THEN 'bitemporal' ELSE '2' END,
 	system_sequence_by => CASE WHEN :'m' = 'bitemporal' THEN 'st' END);
--- the GiST index of the periods autocdc creates: dropped, or replaced by SP-GiST
+-- the indexes of the periods autocdc creates (GiST over the ended ones,
+-- btree over the starts of the open ones): both dropped (scd2_noindex),
+-- or replaced by one GiST over every row (scd2_fullgist, what earlier
+-- builds made), or the GiST replaced by SP-GiST (scd2_spgist)
 SELECT format('DROP INDEX %s', indexrelid::regclass) FROM pg_index
- WHERE indrelid = 't'::regclass AND :'m' IN ('scd2_noindex', 'scd2_spgist')
-   AND pg_get_indexdef(indexrelid) ~ 'USING gist' \gexec
-SELECT CASE WHEN :'m' = 'scd2_spgist' THEN 'CREATE INDEX ON t USING spgist (int4range(__start_at, __end_at))' END \gexec
+ WHERE indrelid = 't'::regclass AND (
+	   (:'m' IN ('scd2_noindex', 'scd2_fullgist', 'scd2_spgist') AND pg_get_indexdef(indexrelid) ~ 'USING gist')
+	OR (:'m' IN ('scd2_noindex', 'scd2_fullgist') AND pg_get_indexdef(indexrelid) ~ 'btree \(__start_at\) WHERE')) \gexec
+SELECT CASE :'m' WHEN 'scd2_spgist' THEN 'CREATE INDEX ON t USING spgist (int4range(__start_at, __end_at)) WHERE __end_at IS NOT NULL'
+				 WHEN 'scd2_fullgist' THEN 'CREATE INDEX ON t USING gist (int4range(__start_at, __end_at))' END \gexec
 CREATE FUNCTION timed_run() RETURNS float8 LANGUAGE plpgsql AS $$
 DECLARE t0 timestamptz := clock_timestamp();
 BEGIN
@@ -93,8 +100,8 @@ SQL
 }
 
 for r in $(seq 1 "$REPEAT"); do
-	if [ $((r % 2)) = 1 ]; then order="scd2 bitemporal scd2_noindex scd2_spgist"
-	else order="scd2_spgist scd2_noindex bitemporal scd2"; fi
+	if [ $((r % 2)) = 1 ]; then order="scd2 bitemporal scd2_noindex scd2_fullgist scd2_spgist"
+	else order="scd2_spgist scd2_fullgist scd2_noindex bitemporal scd2"; fi
 	for m in $order; do apply_method "$m" "$r"; done
 done
 
@@ -156,24 +163,26 @@ SQL
 		# the GiST index autocdc made, rebuilt to time it; then SP-GiST instead
 		spg=$(psql -d tt_q -At -c "SELECT indexrelid::regclass FROM pg_index WHERE indrelid = 'q'::regclass
 			AND pg_get_indexdef(indexrelid) ~ 'USING gist'")
+		opn=$(psql -d tt_q -At -c "SELECT indexrelid::regclass FROM pg_index WHERE indrelid = 'q'::regclass
+			AND pg_get_indexdef(indexrelid) ~ 'btree \(__start_at\) WHERE'")
 		for am in gist spgist; do
 			psql -d tt_q -c "DROP INDEX IF EXISTS $spg, q_gist"
 			t0=$(date +%s.%N)
-			psql -d tt_q -c "CREATE INDEX $([ $am = spgist ] && echo q_gist || echo "$spg") ON q USING $am (int4range(__start_at, __end_at))"
+			psql -d tt_q -c "CREATE INDEX $([ $am = spgist ] && echo q_gist || echo "$spg") ON q USING $am (int4range(__start_at, __end_at)) WHERE __end_at IS NOT NULL"
 			t1=$(date +%s.%N)
 			size=$(psql -d tt_q -At -c "SELECT pg_relation_size('$([ $am = spgist ] && echo q_gist || echo "$spg")')")
 			psql -d tt -c "INSERT INTO queries VALUES ('$shape', '$am build (s), size', '$(( size / 1048576 )) MB', $t1 - $t0, NULL, NULL)"
 		done
 		for x in $((maxseq / 10)) $((maxseq / 2)) $((maxseq * 9 / 10)); do
-			out=$(psql -d tt_q -At -F ' ' -c "SELECT * FROM timed('SELECT * FROM q WHERE int4range(__start_at, __end_at) @> $x')")
+			out=$(psql -d tt_q -At -F ' ' -c "SELECT * FROM timed('SELECT * FROM q WHERE int4range(__start_at, __end_at) @> $x AND __end_at IS NOT NULL UNION ALL SELECT * FROM q WHERE __end_at IS NULL AND __start_at <= $x')")
 			psql -d tt -c "INSERT INTO queries VALUES ('$shape', 'SP-GiST range query', '$x', ${out% *}, ${out#* }, NULL)"
 		done
 		psql -d tt_q -c "DROP INDEX q_gist"
-		psql -d tt_q -c "CREATE INDEX $spg ON q USING gist (int4range(__start_at, __end_at))"
+		psql -d tt_q -c "CREATE INDEX $spg ON q USING gist (int4range(__start_at, __end_at)) WHERE __end_at IS NOT NULL"
 		# what the index costs a run into this big target: $KEYS keys' worth of new versions
 		# with the index, then as many again without it
 		for idx in with without; do
-			[ $idx = without ] && psql -d tt_q -c "DROP INDEX $spg"
+			[ $idx = without ] && psql -d tt_q -c "DROP INDEX $spg, $opn"
 			psql -d tt_q -c "INSERT INTO qfeed SELECT k, md5(k::text || s || '$idx'), 1000000 * (1 + ('$idx' = 'without')::int) + s * 1000 + k % 997
 				FROM generate_series(1, $KEYS) k, generate_series(1, $PER_KEY) s; CHECKPOINT"
 			t0=$(date +%s.%N)
