@@ -97,9 +97,8 @@ builtin_range(Oid typid)
  * GiST over the range [__start_at, __end_at) of the ended versions, whose
  * containment operator finds those valid at a time, and a btree over
  * __start_at of the open ones (__end_at NULL: valid from their start on).
- * Splitting them halves the GiST insertions of a run (a new version is
- * open, closing one is an insertion into GiST) and a btree insertion costs
- * a fifth of a GiST one.  A sequence
+ * A new version is open and goes into the btree; only closing it inserts
+ * it into GiST, whose insertions are the costly part (docs/time_travel.md).  A sequence
  * type without a range type of PostgreSQL's gets <target>_seqrange, named
  * in *rangetypname.  (docs/time_travel.md has the measurements that chose
  * GiST over SP-GiST, whose inserts of ever later open versions are
