@@ -174,13 +174,13 @@ storage_period_range(Oid target, Oid *rangefn, bool *ended_only)
 	foreach(lc, indexes)
 	{
 		Relation	ind = index_open(lfirst_oid(lc), AccessShareLock);
+		List	   *pred = RelationGetIndexPredicate(ind);
 		List	   *exprs;
 		FuncExpr   *fn;
 
 		if (ind->rd_rel->relam == GIST_AM_OID && ind->rd_index->indnatts == 1 &&
 			ind->rd_index->indkey.values[0] == 0 &&
-			(RelationGetIndexPredicate(ind) == NIL ||
-			 only_ended(RelationGetIndexPredicate(ind), end)) &&
+			(pred == NIL || only_ended(pred, end)) &&
 			list_length(exprs = RelationGetIndexExpressions(ind)) == 1 &&
 			IsA(linitial(exprs), FuncExpr) &&
 			list_length((fn = linitial(exprs))->args) == 2 &&
@@ -191,7 +191,7 @@ storage_period_range(Oid target, Oid *rangefn, bool *ended_only)
 		{
 			range = fn->funcresulttype;
 			*rangefn = fn->funcid;
-			*ended_only = RelationGetIndexPredicate(ind) != NIL;
+			*ended_only = pred != NIL;
 		}
 		index_close(ind, AccessShareLock);
 		if (OidIsValid(range))
