@@ -1721,7 +1721,10 @@ sort_entries(ApplyCtx *a, KeyEntry **entries, int64 n)
 		TypeCacheEntry *tc = lookup_type_cache(a->c.dtypes[i], TYPECACHE_LT_OPR);
 
 		if (!OidIsValid(tc->lt_opr))
+		{
+			pfree(es.ssup);
 			return;
+		}
 		es.ssup[k].ssup_cxt = CurrentMemoryContext;
 		es.ssup[k].ssup_collation = a->c.dcolls[i];
 		es.ssup[k].ssup_nulls_first = false;

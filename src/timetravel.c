@@ -279,35 +279,31 @@ every_key_query(TargetDef *t, bool bitemporal, const char *valid, const char *kn
 	Oid			rangefn = InvalidOid;
 	bool		ended_only = false;
 	Oid			range = storage_period_range(t->relid, &rangefn, &ended_only);
-	char	   *from = psprintf("SELECT " AS_ROW " FROM %s " AS_ROW " WHERE ",
-								qualified_relname(t->relid));
 
 	*by_index = OidIsValid(range) && !keys_look_unique(t->relid, linitial(t->keys));
 	initStringInfo(&sql);
-	appendStringInfoString(&sql, from);
+	appendStringInfo(&sql, "SELECT " AS_ROW " FROM %s " AS_ROW " WHERE ", qualified_relname(t->relid));
 	if (!OidIsValid(range))
 		appendStringInfo(&sql, AS_ROW "." SCD_START_NAME " <= %s AND (" AS_ROW "." SCD_END_NAME
 						 " IS NULL OR %s < " AS_ROW "." SCD_END_NAME ")", valid, valid);
 	else
-	{
 		appendStringInfo(&sql, "%s(" AS_ROW "." SCD_START_NAME ", " AS_ROW "." SCD_END_NAME ")"
-						 " OPERATOR(pg_catalog.@>) %s",
+						 " OPERATOR(pg_catalog.@>) %s%s",
 						 quote_qualified_identifier(get_namespace_name(get_func_namespace(rangefn)),
 													get_func_name(rangefn)),
-						 valid);
-		if (ended_only)
-		{
-			appendStringInfoString(&sql, " AND " AS_ROW "." SCD_END_NAME " IS NOT NULL");
-			if (bitemporal)
-				append_belief(&sql, known);
-			appendStringInfo(&sql, " UNION ALL (%s" AS_ROW "." SCD_END_NAME " IS NULL AND "
-							 AS_ROW "." SCD_START_NAME " <= %s", from, valid);
-		}
-	}
+						 valid, ended_only ? " AND " AS_ROW "." SCD_END_NAME " IS NOT NULL" : "");
 	if (bitemporal)
 		append_belief(&sql, known);
-	if (OidIsValid(range) && ended_only)
+	if (ended_only)
+	{
+		/* the open versions, through the btree over their starts */
+		appendStringInfo(&sql, " UNION ALL (SELECT " AS_ROW " FROM %s " AS_ROW " WHERE "
+						 AS_ROW "." SCD_END_NAME " IS NULL AND " AS_ROW "." SCD_START_NAME " <= %s",
+						 qualified_relname(t->relid), valid);
+		if (bitemporal)
+			append_belief(&sql, known);
 		appendStringInfo(&sql, "%s)", *by_index ? " ORDER BY " AS_ROW "." SCD_START_NAME : "");
+	}
 	return sql.data;
 }
 
