@@ -131,7 +131,7 @@ typedef struct ApplyCtx
 	MemoryContext keycxt;		/* the keyhash, its keys and their events */
 	MemoryContext tupcxt;		/* (in keycxt) key values and event tuples,
 								 * packed: they are rarely freed */
-	HTAB	   *keyhash;		/* NULL: a key type cannot be hashed, or the
+	struct keyhash_hash *keyhash;	/* NULL: a key type cannot be hashed, or the
 								 * keys outgrew their share of memory */
 	FmgrInfo   *keyhashfn;		/* per key column */
 	Tuplestorestate *keyts;
@@ -147,9 +147,6 @@ typedef struct ApplyCtx
 								 * its one flow folds in arrival order */
 } ApplyCtx;
 
-/* The apply whose keys the hash callbacks below compare (one at a time). */
-static ApplyCtx *hashing_ctx = NULL;
-
 /*
  * An entry of the touched-keys hash.  While the batch's events fit in
  * work_mem, the entry holds its key's events, and the fold takes them from
@@ -161,7 +158,7 @@ static ApplyCtx *hashing_ctx = NULL;
  */
 typedef struct KeyEntry
 {
-	Datum	   *keyvals;		/* the hash key: must be first */
+	Datum	   *keyvals;		/* the key, one Datum per key column */
 	HeapTuple  *evs;			/* the key's new events (state rows), arrival
 								 * order; for SCD 1 only the last so far */
 	int			nevs,
@@ -171,6 +168,36 @@ typedef struct KeyEntry
 	Datum		seq;			/* SCD 1: sequence of evs[0] */
 	bool		done;			/* folded */
 } KeyEntry;
+
+/*
+ * A slot of the touched-keys hash (simplehash: open addressing, the hash
+ * stored beside the key, so that a probe reads one slot and compares the
+ * key only when the hashes agree).  Slots move as the table fills; the
+ * entry they point to does not.
+ */
+typedef struct KeySlot
+{
+	Datum	   *keyvals;		/* entry->keyvals */
+	KeyEntry   *entry;
+	uint32		hash;
+	char		status;
+} KeySlot;
+
+static uint32 key_hash(ApplyCtx *a, Datum *vals);
+static bool key_equal(ApplyCtx *a, Datum *v1, Datum *v2);
+
+#define SH_PREFIX keyhash
+#define SH_ELEMENT_TYPE KeySlot
+#define SH_KEY_TYPE Datum *
+#define SH_KEY keyvals
+#define SH_HASH_KEY(tb, key) key_hash((ApplyCtx *) (tb)->private_data, key)
+#define SH_EQUAL(tb, a, b) key_equal((ApplyCtx *) (tb)->private_data, a, b)
+#define SH_STORE_HASH
+#define SH_GET_HASH(tb, a) a->hash
+#define SH_SCOPE static inline
+#define SH_DECLARE
+#define SH_DEFINE
+#include "lib/simplehash.h"
 
 static void put_state_row(ApplyCtx *a, Tuplestorestate *ts, Datum *dvals, bool *dnulls,
 						  Datum seq, XLogRecPtr lsn, int64 ord, char kind, Datum sysseq);
@@ -380,12 +407,10 @@ data_list(ApplyCtx *a, const char *prefix, bool only_keys)
 	return buf.data;
 }
 
-/* dynahash callback: hash of a key (an array of key-column Datums). */
+/* The hash of a key (an array of key-column Datums). */
 static uint32
-key_hash(const void *key, Size keysize)
+key_hash(ApplyCtx *a, Datum *vals)
 {
-	ApplyCtx   *a = hashing_ctx;
-	Datum	   *vals = *(Datum *const *) key;
 	uint32		h = 0;
 	int			k;
 
@@ -399,19 +424,16 @@ key_hash(const void *key, Size keysize)
 	return h;
 }
 
-/* dynahash callback: 0 if two keys are equal. */
-static int
-key_match(const void *key1, const void *key2, Size keysize)
+/* Are two keys equal? */
+static bool
+key_equal(ApplyCtx *a, Datum *v1, Datum *v2)
 {
-	ApplyCtx   *a = hashing_ctx;
-	Datum	   *v1 = *(Datum *const *) key1;
-	Datum	   *v2 = *(Datum *const *) key2;
 	int			k;
 
 	for (k = 0; k < a->c.nkeys; k++)
 		if (!fold_column_equal(&a->c, a->c.keyidx[k], v1[k], false, v2[k], false))
-			return 1;
-	return 0;
+			return false;
+	return true;
 }
 
 /*
@@ -421,7 +443,6 @@ key_match(const void *key1, const void *key2, Size keysize)
 static void
 keys_setup(ApplyCtx *a)
 {
-	HASHCTL		ctl;
 	int			k;
 
 	a->keyhashfn = palloc0(sizeof(FmgrInfo) * a->c.nkeys);
@@ -448,15 +469,7 @@ keys_setup(ApplyCtx *a)
 	a->keycxt = AllocSetContextCreate(a->cxt, "autocdc touched keys", ALLOCSET_DEFAULT_SIZES);
 	a->tupcxt = GenerationContextCreate(a->keycxt, "autocdc touched keys' events",
 										ALLOCSET_DEFAULT_SIZES);
-	memset(&ctl, 0, sizeof(ctl));
-	ctl.keysize = sizeof(Datum *);
-	ctl.entrysize = sizeof(KeyEntry);
-	ctl.hash = key_hash;
-	ctl.match = key_match;
-	ctl.hcxt = a->keycxt;
-	a->keyhash = hash_create("autocdc keys", 1024, &ctl,
-							 HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_CONTEXT);
-	hashing_ctx = a;
+	a->keyhash = keyhash_create(a->keycxt, 1024, a);
 	a->last_only = a->kind->last_event_decides(&a->c);
 	a->inmem = true;
 }
@@ -466,36 +479,33 @@ static KeyEntry *
 keys_add(ApplyCtx *a, Datum *values, bool *nulls)
 {
 	Datum		probe[INDEX_MAX_KEYS];
-	Datum	   *probep = probe;
+	KeySlot    *slot;
 	KeyEntry   *entry;
 	bool		found;
 	int			k;
 
 	for (k = 0; k < a->c.nkeys; k++)
 		probe[k] = values[a->c.keyidx[k]];
-	hashing_ctx = a;
-	entry = hash_search(a->keyhash, &probep, HASH_ENTER, &found);
+	slot = keyhash_insert(a->keyhash, probe, &found);
 	if (!found)
 	{
 		MemoryContext old = MemoryContextSwitchTo(a->tupcxt);
-		Datum	   *copy = palloc(sizeof(Datum) * a->c.nkeys);
 		bool		knulls[INDEX_MAX_KEYS];
 
+		/* the key's values beside the entry: a probe that matches reads both */
+		entry = palloc0(sizeof(KeyEntry) + sizeof(Datum) * a->c.nkeys);
+		entry->keyvals = (Datum *) (entry + 1);
 		for (k = 0; k < a->c.nkeys; k++)
 		{
 			Form_pg_attribute att = TupleDescAttr(a->sdesc, a->dattno[a->c.keyidx[k]]);
 
-			copy[k] = datumCopy(probe[k], att->attbyval, att->attlen);
+			entry->keyvals[k] = datumCopy(probe[k], att->attbyval, att->attlen);
 			knulls[k] = false;
 		}
+		slot->keyvals = entry->keyvals;
+		slot->entry = entry;
 		MemoryContextSwitchTo(a->keycxt);
-		entry->keyvals = copy;
-		entry->evs = NULL;
-		entry->nevs = entry->maxevs = 0;
-		entry->last = NULL;
-		entry->lastsize = 0;
-		entry->done = false;
-		tuplestore_putvalues(a->keyts, a->keydesc, copy, knulls);
+		tuplestore_putvalues(a->keyts, a->keydesc, entry->keyvals, knulls);
 		if ((a->nkeys_distinct & (a->nkeys_distinct - 1)) == 0)
 			a->entries = a->entries
 				? repalloc_huge(a->entries, sizeof(KeyEntry *) * a->nkeys_distinct * 2)
@@ -503,7 +513,7 @@ keys_add(ApplyCtx *a, Datum *values, bool *nulls)
 		a->entries[a->nkeys_distinct++] = entry;
 		MemoryContextSwitchTo(old);
 	}
-	return entry;
+	return slot->entry;
 }
 
 /*
@@ -554,7 +564,6 @@ keys_check_memory(ApplyCtx *a, Tuplestorestate *events)
 	a->entries = NULL;
 	a->nkeys_distinct = 0;
 	a->keys_outgrew = true;
-	hashing_ctx = NULL;
 }
 
 /*
@@ -1340,8 +1349,7 @@ fold_group(FoldScan *fs)
 {
 	ApplyCtx   *a = fs->a;
 	Datum		probe[INDEX_MAX_KEYS];
-	Datum	   *probep = probe;
-	KeyEntry   *entry;
+	KeySlot    *slot;
 	int			k;
 
 	if (!a->hashfold)
@@ -1351,11 +1359,10 @@ fold_group(FoldScan *fs)
 	}
 	for (k = 0; k < a->c.nkeys; k++)
 		probe[k] = fs->group[0]->vals[a->c.keyidx[k]];
-	hashing_ctx = a;
-	entry = hash_search(a->keyhash, &probep, HASH_FIND, NULL);
-	if (entry == NULL)
+	slot = keyhash_lookup(a->keyhash, probe);
+	if (slot == NULL)
 		elog(ERROR, "flow \"%s\": a touched key is missing from the batch", a->flow->name);
-	fold_entry(fs, entry);
+	fold_entry(fs, slot->entry);
 }
 
 /* One row of the merged stream: fold the previous key when a new one starts. */
@@ -1901,7 +1908,6 @@ apply_common(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all,
 	MemoryContextDelete(a.groupcxt);
 	if (a.keycxt)
 		MemoryContextDelete(a.keycxt);
-	hashing_ctx = NULL;
 }
 
 /* Apply the captured batch (BATCH_SOURCE) of a flow. */
