@@ -601,8 +601,9 @@ typedef struct ClassifyScan
 	int64		n;
 	int64		nskipped;		/* invalid rows skipped (skip_invalid) */
 	StringInfoData skipped;		/* the first INVALID_REPORTED of them */
-	Datum	   *values;
+	Datum	   *values;			/* the row being classified */
 	bool	   *nulls;
+	bool	   *tnulls;			/* a truncate's nulls */
 } ClassifyScan;
 
 /* full_refresh(skip_invalid => true) names this many skipped rows */
@@ -690,12 +691,10 @@ invalid_event(ClassifyScan *cs, XLogRecPtr lsn, int64 ord, bool null_key, bool s
 
 /* Validate one classified row and store it as an event. */
 static void
-classify_row(HeapTuple tup, TupleDesc desc, void *arg)
+classify_row(Datum *values, bool *nulls, TupleDesc desc, void *arg)
 {
 	ClassifyScan *cs = arg;
 	ApplyCtx   *a = cs->a;
-	Datum	   *values = cs->values;
-	bool	   *nulls = cs->nulls;
 	char		kind;
 	XLogRecPtr	lsn;
 	int			i;
@@ -704,7 +703,8 @@ classify_row(HeapTuple tup, TupleDesc desc, void *arg)
 
 	if (cs->n == 0)
 		check_event_shape(a, desc);
-	heap_deform_tuple(tup, desc, values, nulls);
+	cs->values = values;
+	cs->nulls = nulls;
 	kind = DatumGetChar(values[a->c.ndata + 3]);
 	lsn = DatumGetLSN(values[a->c.ndata + 1]);
 	cs->n++;
@@ -726,6 +726,9 @@ classify_row(HeapTuple tup, TupleDesc desc, void *arg)
 	{
 		Ev		   *t = palloc0(sizeof(Ev));
 
+		/* the state row of a truncate has no data: the executor's nulls stay as they are */
+		memcpy(cs->tnulls, nulls, sizeof(bool) * desc->natts);
+		nulls = cs->tnulls;
 		for (i = 0; i < a->c.ndata; i++)
 			nulls[i] = true;
 		t->src = EV_TRUNCATE;
@@ -855,13 +858,14 @@ classify(ApplyCtx *a, Tuplestorestate *events, List **truncs, const char *events
 	cs.events = events;
 	cs.truncs = NIL;
 	cs.n = 0;
-	cs.values = palloc(sizeof(Datum) * (a->c.ndata + 5));
-	cs.nulls = palloc(sizeof(bool) * (a->c.ndata + 5));
+	cs.values = NULL;
+	cs.nulls = NULL;
+	cs.tnulls = palloc(sizeof(bool) * (a->c.ndata + 5));
 
 	cs.nskipped = 0;
 	initStringInfo(&cs.skipped);
 
-	spi_foreach(events_sql ? events_sql : classify_sql(a), false, classify_row, NULL, &cs);
+	spi_foreach_values(events_sql ? events_sql : classify_sql(a), false, classify_row, &cs);
 	*truncs = cs.truncs;
 	if (cs.nskipped > 0)
 	{
@@ -1173,16 +1177,11 @@ typedef struct KeyRead
 
 /* Store one distinct key. */
 static void
-key_row(HeapTuple tup, TupleDesc desc, void *arg)
+key_row(Datum *values, bool *nulls, TupleDesc desc, void *arg)
 {
 	KeyRead    *kr = arg;
-	Datum	   *values = palloc(sizeof(Datum) * desc->natts);
-	bool	   *nulls = palloc(sizeof(bool) * desc->natts);
 
-	heap_deform_tuple(tup, desc, values, nulls);
 	tuplestore_putvalues(kr->ts, kr->desc, values, nulls);
-	pfree(values);
-	pfree(nulls);
 	kr->n++;
 }
 
@@ -1240,7 +1239,7 @@ touched_keys_join(ApplyCtx *a)
 	appendStringInfo(&sql, "SELECT DISTINCT %s FROM autocdc_internal._events(NULL::%s) e "
 					 "WHERE e.__autocdc_kind OPERATOR(pg_catalog.<>) 't'",
 					 data_list(a, "e.", true), format_type_be_qualified(a->stype));
-	spi_foreach(sql.data, true, key_row, NULL, &kr);
+	spi_foreach_values(sql.data, true, key_row, &kr);
 	n = kr.n;
 	batch_set(BATCH_KEYS, ts, desc, InvalidOid, n, 2);	/* target and state joins */
 	a->njoinkeys = n;

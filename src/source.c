@@ -281,7 +281,7 @@ typedef struct SnapshotRead
 
 /* Add one row read under the snapshot to the batch. */
 static void
-snapshot_row(HeapTuple tup, TupleDesc desc, void *arg)
+snapshot_row(Datum *rvalues, bool *rnulls, TupleDesc desc, void *arg)
 {
 	SnapshotRead *sr = arg;
 	int			natts = sr->desc->natts;
@@ -291,7 +291,8 @@ snapshot_row(HeapTuple tup, TupleDesc desc, void *arg)
 	values[0] = LSNGetDatum(sr->pos);
 	values[1] = Int64GetDatum(SNAPSHOT_ORD_BASE + ++sr->ord);
 	nulls[0] = nulls[1] = false;
-	heap_deform_tuple(tup, desc, values + 2, nulls + 2);
+	memcpy(values + 2, rvalues, sizeof(Datum) * desc->natts);
+	memcpy(nulls + 2, rnulls, sizeof(bool) * desc->natts);
 	if (sr->pseudo)
 	{
 		int			p = natts - PSEUDO_NCOLUMNS;
@@ -321,7 +322,7 @@ snapshot_read(FlowDef *flow, const char *sql, SnapshotRead *sr)
 	if (sr->pseudo)
 		sr->change_type_datum = CStringGetTextDatum(sr->change_type);
 	become_owner(flow->owner, &saved_uid, &saved_sec);
-	spi_foreach(sql, true, snapshot_row, NULL, sr);
+	spi_foreach_values(sql, true, snapshot_row, sr);
 	restore_user(saved_uid, saved_sec);
 }
 

@@ -20,6 +20,7 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "parser/scansup.h"
+#include "tcop/pquery.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -140,6 +141,64 @@ spi_foreach(const char *sql, bool read_only, SpiRowFn row_fn, SpiChunkFn chunk_f
 			chunk_fn(arg);
 		SPI_freetuptable(SPI_tuptable);
 	}
+	SPI_cursor_close(portal);
+}
+
+/* A DestReceiver handing each row's values to a SpiValuesFn. */
+typedef struct ValuesReceiver
+{
+	DestReceiver pub;
+	SpiValuesFn fn;
+	void	   *arg;
+	MemoryContext cxt;			/* the caller's, where fn runs */
+} ValuesReceiver;
+
+static bool
+values_receive(TupleTableSlot *slot, DestReceiver *self)
+{
+	ValuesReceiver *r = (ValuesReceiver *) self;
+	MemoryContext old = MemoryContextSwitchTo(r->cxt);
+
+	slot_getallattrs(slot);
+	r->fn(slot->tts_values, slot->tts_isnull, slot->tts_tupleDescriptor, r->arg);
+	MemoryContextSwitchTo(old);
+	return true;
+}
+
+static void
+values_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
+{
+}
+
+static void
+values_nothing(DestReceiver *self)
+{
+}
+
+/*
+ * Run a query through a cursor, calling fn with every row's values as the
+ * executor makes them: no tuple is formed or stored for the caller, so the
+ * values last only until fn returns.  For queries of many rows whose values
+ * the caller copies or consumes at once.  (The portal is run with our own
+ * receiver, as SPI_cursor_fetch runs it with SPI's.)
+ */
+void
+spi_foreach_values(const char *sql, bool read_only, SpiValuesFn fn, void *arg)
+{
+	ValuesReceiver r;
+	Portal		portal = SPI_cursor_open_with_args(NULL, sql, 0, NULL, NULL, NULL,
+												   read_only, 0);
+
+	memset(&r, 0, sizeof(r));
+	r.pub.receiveSlot = values_receive;
+	r.pub.rStartup = values_startup;
+	r.pub.rShutdown = values_nothing;
+	r.pub.rDestroy = values_nothing;
+	r.pub.mydest = DestNone;
+	r.fn = fn;
+	r.arg = arg;
+	r.cxt = CurrentMemoryContext;
+	(void) PortalRunFetch(portal, FETCH_FORWARD, FETCH_ALL, &r.pub);
 	SPI_cursor_close(portal);
 }
 

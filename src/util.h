@@ -25,9 +25,11 @@ extern int	set_safe_search_path(void);
 /* SPI */
 typedef void (*SpiRowFn) (HeapTuple tup, TupleDesc desc, void *arg);
 typedef void (*SpiChunkFn) (void *arg);
+typedef void (*SpiValuesFn) (Datum *values, bool *nulls, TupleDesc desc, void *arg);
 extern void spi_exec(const char *sql, int expected);
 extern void spi_foreach(const char *sql, bool read_only, SpiRowFn row_fn,
 						SpiChunkFn chunk_fn, void *arg);
+extern void spi_foreach_values(const char *sql, bool read_only, SpiValuesFn fn, void *arg);
 
 /* names */
 extern List *name_list_or_nil(const char *text);
