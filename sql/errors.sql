@@ -336,6 +336,29 @@ SELECT autocdc.drop_flow('e_ok_dup', NULL) IS NULL AS drop_null_drop_target;
 SELECT autocdc.skip_events('e_ok_dup', NULL) IS NULL AS skip_null;
 SELECT count(*) AS e_ok_dup_still_there FROM autocdc.flows WHERE name = 'e_ok_dup';
 
+-- a hidden state altered by hand (a bookkeeping column retyped), or a
+-- source retyped under its flow: the run refuses, applies nothing, and goes
+-- on once the column is back
+CREATE TABLE e_altfeed (id int, name text, seq int);
+SELECT autocdc.create_flow('e_alt', 'e_altfeed', '{id}', 'seq', continuous => false);
+INSERT INTO e_altfeed VALUES (1, 'one', 1);
+SELECT * FROM autocdc.run_flow('e_alt');
+SELECT format('autocdc_state.target_%s', target_id) AS alt_state FROM autocdc.flow WHERE name = 'e_alt' \gset
+ALTER TABLE :alt_state ALTER COLUMN __autocdc_at TYPE timestamp;
+INSERT INTO e_altfeed VALUES (1, 'uno', 2);
+SELECT regexp_replace(e_try($$SELECT * FROM autocdc.run_flow('e_alt')$$), 'target_[0-9]+', 'target_N')
+	   AS altered_bookkeeping;
+SELECT * FROM e_alt;
+ALTER TABLE :alt_state ALTER COLUMN __autocdc_at TYPE timestamptz;
+ALTER TABLE e_altfeed ALTER COLUMN name TYPE varchar;
+SELECT e_try($$SELECT * FROM autocdc.run_flow('e_alt')$$) AS retyped_source_column;
+SELECT * FROM e_alt;
+ALTER TABLE e_altfeed ALTER COLUMN name TYPE text;
+SELECT * FROM autocdc.run_flow('e_alt');
+SELECT * FROM e_alt;
+SELECT autocdc.drop_flow('e_alt', true);
+DROP TABLE e_altfeed;
+
 -- clean up
 SELECT autocdc.drop_flow('e_ok_alice', true);
 SELECT autocdc.drop_flow('e_ok_dup', true);
