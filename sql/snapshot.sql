@@ -464,6 +464,20 @@ SELECT s_try($$SELECT * FROM autocdc.run_flow('ex5')$$);
 RESET ROLE;
 SELECT autocdc.drop_flow('rls');
 
+-- keys named in another order than the table's columns, of different
+-- types: a later run gathers the changed keys in the flow's key order
+CREATE TABLE s_revkeys (a int, b text, v text);
+INSERT INTO s_revkeys VALUES (1, 'x', 'one'), (2, 'y', 'two');
+SELECT autocdc.create_snapshot_flow('s_revkeys_hist', 's_revkeys', '{b,a}', stored_as_scd_type => '2');
+SELECT * FROM autocdc.run_flow('s_revkeys_hist');
+UPDATE s_revkeys SET v = 'uno' WHERE a = 1;
+DELETE FROM s_revkeys WHERE a = 2;
+INSERT INTO s_revkeys VALUES (3, 'z', 'three');
+SELECT * FROM autocdc.run_flow('s_revkeys_hist');
+SELECT a, b, v, __end_at IS NULL AS current FROM s_revkeys_hist ORDER BY a, __start_at;
+SELECT autocdc.drop_flow('s_revkeys_hist', drop_target => true);
+DROP TABLE s_revkeys;
+
 -- a snapshot flow has no source events: skip_events refuses it
 SELECT s_try($$SELECT autocdc.skip_events('ex7', '0/1')$$);
 

@@ -1196,7 +1196,8 @@ touched_keys_join(ApplyCtx *a)
 {
 	StringInfoData sql,
 				coldefs,
-				cond;
+				cond,
+				select;
 	KeyRead		kr;
 	Tuplestorestate *ts;
 	TupleDesc	desc;
@@ -1206,6 +1207,7 @@ touched_keys_join(ApplyCtx *a)
 
 	initStringInfo(&coldefs);
 	initStringInfo(&cond);
+	initStringInfo(&select);
 	desc = CreateTemplateTupleDesc(a->c.nkeys);
 	for (k = 0; k < a->c.nkeys; k++)
 	{
@@ -1219,6 +1221,8 @@ touched_keys_join(ApplyCtx *a)
 		appendStringInfo(&cond, "%sx.%s %s k.%s", k ? " AND " : "",
 						 quote_identifier(a->c.dnames[i]), equality_operator(att->atttypid),
 						 quote_identifier(a->c.dnames[i]));
+		/* in the flow's key order, as desc has them (not the columns' order) */
+		appendStringInfo(&select, "%se.%s", k ? ", " : "", quote_identifier(a->c.dnames[i]));
 	}
 	desc = BlessTupleDesc(desc);
 	if (a->keyhash != NULL)
@@ -1238,7 +1242,7 @@ touched_keys_join(ApplyCtx *a)
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "SELECT DISTINCT %s FROM autocdc_internal._events(NULL::%s) e "
 					 "WHERE e.__autocdc_kind OPERATOR(pg_catalog.<>) 't'",
-					 data_list(a, "e.", true), format_type_be_qualified(a->stype));
+					 select.data, format_type_be_qualified(a->stype));
 	spi_foreach_values(sql.data, true, key_row, &kr);
 	n = kr.n;
 	batch_set(BATCH_KEYS, ts, desc, InvalidOid, n, 2);	/* target and state joins */
