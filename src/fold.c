@@ -127,6 +127,9 @@ row_has_null(Datum row)
 		if (!TupleDescAttr(desc, i)->attisdropped && heap_attisnull(&tup, i + 1, desc))
 			result = true;
 	ReleaseTupleDesc(desc);
+	/* a toasted or expanded value was flattened into a copy: called once per event */
+	if ((Pointer) rec != DatumGetPointer(row))
+		pfree(rec);
 	return result;
 }
 

@@ -150,7 +150,8 @@ typedef struct ValuesReceiver
 	DestReceiver pub;
 	SpiValuesFn fn;
 	void	   *arg;
-	MemoryContext cxt;			/* the caller's, where fn runs */
+	MemoryContext cxt;			/* where fn runs: SPI's procedure context, as
+								 * for spi_foreach's row_fn */
 } ValuesReceiver;
 
 static bool
@@ -180,7 +181,9 @@ values_nothing(DestReceiver *self)
  * executor makes them: no tuple is formed or stored for the caller, so the
  * values last only until fn returns.  For queries of many rows whose values
  * the caller copies or consumes at once.  (The portal is run with our own
- * receiver, as SPI_cursor_fetch runs it with SPI's.)
+ * receiver, as SPI_cursor_fetch runs it with SPI's.)  fn runs inside the
+ * executor, under the portal's resource owner: it must not keep resources
+ * (tuplestores it creates, buffer pins) past the row.
  */
 void
 spi_foreach_values(const char *sql, bool read_only, SpiValuesFn fn, void *arg)
