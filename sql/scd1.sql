@@ -540,10 +540,28 @@ SELECT 'autocdc_state.target_' || t.id AS ord_state
 SELECT count(*) AS state_out_of_order FROM (
   SELECT (id, code) < lag((id, code)) OVER (ORDER BY ctid) AS back FROM :ord_state) o WHERE back;
 
+-- keys named in another order than the columns, of different types, with
+-- more touched keys than autocdc.work_mem holds (they are then gathered
+-- through SQL, in the flow's key order): the target is the last event of
+-- each key
+CREATE TABLE s1_rev_feed (a int, b text, v text, seq int);
+SELECT autocdc.create_flow('s1_rev', 's1_rev_feed', '{b,a}', 'seq', continuous => false);
+SELECT * FROM autocdc.run_flow('s1_rev');
+INSERT INTO s1_rev_feed SELECT g % 1000, 'k' || (g % 1000), 'v' || g, g FROM generate_series(1, 3000) g;
+SET autocdc.work_mem = '64kB';
+SELECT num_events, num_upserted_rows FROM autocdc.run_flow('s1_rev');
+INSERT INTO s1_rev_feed SELECT g % 500, 'k' || (g % 500), 'w' || g, g FROM generate_series(3001, 4000) g;
+SELECT num_events, num_upserted_rows FROM autocdc.run_flow('s1_rev');
+RESET autocdc.work_mem;
+SELECT count(*) AS rows, count(*) FILTER (WHERE v = CASE WHEN a < 500 THEN 'w' ELSE 'v' END
+		   || (SELECT max(seq) FROM s1_rev_feed f WHERE f.a = t.a)) AS last_event_rows
+  FROM s1_rev t;
+
 -- clean up (s1_two_changes first: dropping a target drops every flow into it)
 SELECT autocdc.drop_flow('s1_two_changes');
 SELECT autocdc.drop_flow(name, true) FROM autocdc.flows WHERE name LIKE 's1\_%' ORDER BY name;
 SELECT count(*) AS s1_flows_left FROM autocdc.flows WHERE name LIKE 's1\_%';
 DROP TABLE s1_ooo_feed, s1_tie_feed, s1_del_feed, s1_tr_feed, s1_null_feed, s1_cols_feed,
 	s1_inu_feed1, s1_inu_feed2, s1_inu_tr_feed, s1_row_feed, s1_once_src, s1_two_chg, s1_two_bf,
-	s1_met_feed, s1_auth_feed, s1_expr_feed, s1_shape_feed, s1_rep_feed1, s1_rep_feed2, s1_ord_feed;
+	s1_met_feed, s1_auth_feed, s1_expr_feed, s1_shape_feed, s1_rep_feed1, s1_rep_feed2, s1_ord_feed,
+	s1_rev_feed;
