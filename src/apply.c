@@ -389,21 +389,22 @@ apply_setup(ApplyCtx *a, FlowDef *flow)
 	}
 }
 
-/* Comma-separated list "prefix.col" of the data columns. */
+/*
+ * Comma-separated list "prefix.col" of the data columns in their order, or
+ * of the key columns in the flow's key order (keyidx's: the order of every
+ * key tuple descriptor and key array of a run).
+ */
 static char *
 data_list(ApplyCtx *a, const char *prefix, bool only_keys)
 {
 	StringInfoData buf;
-	int			i;
+	int			n = only_keys ? a->c.nkeys : a->c.ndata;
+	int			k;
 
 	initStringInfo(&buf);
-	for (i = 0; i < a->c.ndata; i++)
-	{
-		if (only_keys && !a->c.is_key[i])
-			continue;
-		appendStringInfo(&buf, "%s%s%s", buf.len ? ", " : "", prefix,
-						 quote_identifier(a->c.dnames[i]));
-	}
+	for (k = 0; k < n; k++)
+		appendStringInfo(&buf, "%s%s%s", k ? ", " : "", prefix,
+						 quote_identifier(a->c.dnames[only_keys ? a->c.keyidx[k] : k]));
 	return buf.data;
 }
 
@@ -1196,8 +1197,7 @@ touched_keys_join(ApplyCtx *a)
 {
 	StringInfoData sql,
 				coldefs,
-				cond,
-				select;
+				cond;
 	KeyRead		kr;
 	Tuplestorestate *ts;
 	TupleDesc	desc;
@@ -1207,7 +1207,6 @@ touched_keys_join(ApplyCtx *a)
 
 	initStringInfo(&coldefs);
 	initStringInfo(&cond);
-	initStringInfo(&select);
 	desc = CreateTemplateTupleDesc(a->c.nkeys);
 	for (k = 0; k < a->c.nkeys; k++)
 	{
@@ -1221,8 +1220,6 @@ touched_keys_join(ApplyCtx *a)
 		appendStringInfo(&cond, "%sx.%s %s k.%s", k ? " AND " : "",
 						 quote_identifier(a->c.dnames[i]), equality_operator(att->atttypid),
 						 quote_identifier(a->c.dnames[i]));
-		/* in the flow's key order, as desc has them (not the columns' order) */
-		appendStringInfo(&select, "%se.%s", k ? ", " : "", quote_identifier(a->c.dnames[i]));
 	}
 	desc = BlessTupleDesc(desc);
 	if (a->keyhash != NULL)
@@ -1242,7 +1239,7 @@ touched_keys_join(ApplyCtx *a)
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "SELECT DISTINCT %s FROM autocdc_internal._events(NULL::%s) e "
 					 "WHERE e.__autocdc_kind OPERATOR(pg_catalog.<>) 't'",
-					 select.data, format_type_be_qualified(a->stype));
+					 data_list(a, "e.", true), format_type_be_qualified(a->stype));
 	spi_foreach_values(sql.data, true, key_row, &kr);
 	n = kr.n;
 	batch_set(BATCH_KEYS, ts, desc, InvalidOid, n, 2);	/* target and state joins */
