@@ -98,11 +98,11 @@ builtin_range(Oid typid)
  * containment operator finds those valid at a time, and a btree over
  * __start_at of the open ones (__end_at NULL: valid from their start on).
  * A new version is open and goes into the btree; only closing it inserts
- * it into GiST, whose insertions are the costly part (docs/time_travel.md).  A sequence
- * type without a range type of PostgreSQL's gets <target>_seqrange, named
- * in *rangetypname.  (docs/time_travel.md has the measurements that chose
- * GiST over SP-GiST, whose inserts of ever later open versions are
- * quadratic, and over walking the keys.)
+ * it into GiST, whose insertions are the costly part.  A sequence type
+ * without a range type of PostgreSQL's gets <target>_seqrange, named in
+ * *rangetypname.  (docs/time_travel.md has the measurements of the layout
+ * and those that chose GiST over SP-GiST, whose inserts of ever later open
+ * versions are quadratic, and over walking the keys.)
  */
 static void
 create_period_index(const char *schema, const char *name, Oid seqtype, char **rangetypname)
