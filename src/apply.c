@@ -1466,7 +1466,8 @@ delete_tids(Oid relid, ItemPointerData *tids, int n)
  * Insert the fold's rows (a tuplestore of the target's row type) into the
  * target.  Only the columns the flow writes are named, so that columns a
  * user added to the target get their defaults (and generated columns their
- * values) instead of NULL.
+ * values) instead of NULL.  A large load into an empty target rebuilds its
+ * indexes after the insert instead (storage_bulk_begin).
  */
 static void
 insert_rows(ApplyCtx *a)
@@ -1475,6 +1476,7 @@ insert_rows(ApplyCtx *a)
 	StringInfoData cols;
 	int			i;
 	Oid			relid = a->flow->target;
+	List	   *deferred;
 
 	if (a->ntins == 0)
 		return;
@@ -1486,8 +1488,10 @@ insert_rows(ApplyCtx *a)
 	batch_set(BATCH_ROWS, a->tins, a->tdesc, a->ttype, a->ntins, 1);	/* the INSERT frees it */
 	sql = psprintf("INSERT INTO %s (%s) SELECT %s FROM autocdc_internal._rows(NULL::%s)",
 				   qualified_relname(relid), cols.data, cols.data, format_type_be_qualified(a->ttype));
+	deferred = storage_bulk_begin(relid, a->ntins);
 	if (SPI_execute(sql, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not insert rows into %s", qualified_relname(relid));
+	storage_bulk_end(relid, deferred);
 	batch_set(BATCH_ROWS, NULL, NULL, InvalidOid, 0, 0);
 }
 
@@ -1496,7 +1500,8 @@ insert_rows(ApplyCtx *a)
  * of rows per WAL record (heap_multi_insert, as COPY does), then their index
  * entries: the state is autocdc's own table, with no triggers, rules or
  * constraints to honour, and a row per event made single inserts through
- * SQL a large part of a run.
+ * SQL a large part of a run.  A large load into an empty state rebuilds its
+ * indexes after the insert instead (storage_bulk_begin).
  */
 static void
 insert_state_rows(ApplyCtx *a)
@@ -1512,9 +1517,11 @@ insert_state_rows(ApplyCtx *a)
 	bool		more = true;
 	MemoryContext batchcxt,
 				old;
+	List	   *deferred;
 
 	if (a->nsins == 0)
 		return;
+	deferred = storage_bulk_begin(a->staterel, a->nsins);
 	/* heap tuples made from the minimal-tuple slots, freed a batch at a time */
 	batchcxt = AllocSetContextCreate(CurrentMemoryContext, "autocdc state insert",
 									 ALLOCSET_DEFAULT_SIZES);
@@ -1552,6 +1559,7 @@ insert_state_rows(ApplyCtx *a)
 	ExecCloseIndices(rri);
 	FreeExecutorState(estate);
 	table_close(rel, NoLock);
+	storage_bulk_end(a->staterel, deferred);
 	tuplestore_end(a->sins);
 	a->sins = NULL;
 	CommandCounterIncrement();

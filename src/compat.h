@@ -213,4 +213,14 @@ typedef RelFileNode compat_RelFileLocator;
 #define compat_RelationGetPrimaryKeyIndex(rel) RelationGetPrimaryKeyIndex(rel)
 #endif
 
+/* Rebuild one index (17 added the statement, for event triggers; NULL). */
+#include "catalog/index.h"
+#if PG_VERSION_NUM >= 170000
+#define compat_reindex_index(index, persistence, params) \
+	reindex_index(NULL, (index), false, (persistence), (params))
+#else
+#define compat_reindex_index(index, persistence, params) \
+	reindex_index((index), false, (persistence), (params))
+#endif
+
 #endif							/* AUTOCDC_COMPAT_H */

@@ -18,18 +18,25 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/htup_details.h"
 #include "access/table.h"
+#include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "storage/bufmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/relcache.h"
+#include "utils/syscache.h"
 
 #include "compat.h"
 #include "layout.h"
@@ -523,4 +530,109 @@ storage_drop(int target_id, Oid target, List *typnames, bool drop_target)
 	foreach(lc, typnames)
 		spi_exec(psprintf("DROP TYPE IF EXISTS %s", quote_qualified_identifier(tschema, lfirst(lc))),
 				 SPI_OK_UTILITY);
+}
+
+/*
+ * Bulk loads into empty tables.  A run about to insert at least
+ * STORAGE_BULK_MIN_ROWS rows into a table that has no pages at all (a new
+ * target, a new hidden state) takes the table's indexes out of use while it
+ * inserts and rebuilds them from the loaded rows afterwards, as CREATE INDEX
+ * over a loaded table does: a sorted build writes each index page once,
+ * where inserting row by row logs every entry.  It is done in the run's
+ * transaction (pg_index is updated as any DDL updates it, not in place), so
+ * a run that fails leaves the indexes as they were, and other sessions see
+ * the indexes valid throughout.  Left alone: tables with triggers or rules
+ * (their code may read the table while it loads), tables the caller does
+ * not own, and deferrable unique indexes (checked at commit, which a
+ * rebuild cannot do).  A rebuild checks uniqueness and exclusion as the
+ * inserts would have, failing the run on a duplicate.
+ */
+#define STORAGE_BULK_MIN_ROWS 10000
+
+/*
+ * Before inserting nrows rows into relid: take its indexes out of use when
+ * the load qualifies (above), returning them for storage_bulk_end (NIL when
+ * it does not).
+ */
+List *
+storage_bulk_begin(Oid relid, int64 nrows)
+{
+	Relation	rel;
+	Relation	pg_index;
+	List	   *indexes;
+	List	   *deferred = NIL;
+	ListCell   *lc;
+
+	if (nrows < STORAGE_BULK_MIN_ROWS)
+		return NIL;
+	rel = table_open(relid, RowExclusiveLock);
+	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relowner != GetUserId() ||
+		rel->trigdesc != NULL || rel->rd_rules != NULL ||
+		RelationGetNumberOfBlocks(rel) != 0)
+	{
+		table_close(rel, NoLock);
+		return NIL;
+	}
+	indexes = RelationGetIndexList(rel);
+	pg_index = table_open(IndexRelationId, RowExclusiveLock);
+	foreach(lc, indexes)
+	{
+		Oid			indexid = lfirst_oid(lc);
+		Relation	ind = index_open(indexid, ShareUpdateExclusiveLock);
+		Form_pg_index cur = ind->rd_index;
+
+		if (cur->indisvalid && cur->indisready && cur->indislive && cur->indimmediate)
+		{
+			HeapTuple	tup = SearchSysCacheCopy1(INDEXRELID, ObjectIdGetDatum(indexid));
+			Form_pg_index form;
+
+			if (!HeapTupleIsValid(tup))
+				elog(ERROR, "cache lookup failed for index %u", indexid);
+			form = (Form_pg_index) GETSTRUCT(tup);
+			form->indisvalid = false;
+			form->indisready = false;
+			CatalogTupleUpdate(pg_index, &tup->t_self, tup);
+			heap_freetuple(tup);
+			deferred = lappend_oid(deferred, indexid);
+		}
+		index_close(ind, NoLock);
+	}
+	table_close(pg_index, RowExclusiveLock);
+	if (deferred != NIL)
+		CacheInvalidateRelcache(rel);
+	list_free(indexes);
+	table_close(rel, NoLock);
+	CommandCounterIncrement();
+	return deferred;
+}
+
+/*
+ * After the load: rebuild the indexes storage_bulk_begin took out of use,
+ * which marks them valid again, as the table's owner under a
+ * security-restricted operation (index expressions and predicates are the
+ * owner's code).
+ */
+void
+storage_bulk_end(Oid relid, List *deferred)
+{
+	char		persistence = get_rel_persistence(relid);
+	Oid			saved_uid;
+	int			saved_sec;
+	int			level;
+	ListCell   *lc;
+
+	if (deferred == NIL)
+		return;
+	become_owner(relation_owner(relid), &saved_uid, &saved_sec);
+	level = NewGUCNestLevel();
+	foreach(lc, deferred)
+	{
+		ReindexParams params = {0};
+
+		compat_reindex_index(lfirst_oid(lc), persistence, &params);
+	}
+	AtEOXact_GUC(true, level);
+	restore_user(saved_uid, saved_sec);
+	list_free(deferred);
+	CommandCounterIncrement();
 }
