@@ -1,7 +1,8 @@
 --
 -- bulk: a run that inserts 10,000 rows or more into a table with no pages
--- (a new target, a new hidden state) rebuilds the table's indexes after the
--- load instead of inserting into them row by row.  The rebuilt indexes must
+-- (a new target, a new hidden state), or into a hidden state of fewer than
+-- half as many rows, rebuilds the table's indexes after the load instead of
+-- inserting into them row by row.  The rebuilt indexes must
 -- hold every row, be valid, and enforce uniqueness as the inserts would
 -- have; a failing run leaves the indexes as they were.  Smaller loads,
 -- targets with rows or pages, targets with triggers and deferrable unique
@@ -92,6 +93,20 @@ SELECT b_remember('b_small');
 INSERT INTO b_small_feed SELECT g, 'v' || g, 1 FROM generate_series(1, 9999) g;
 SELECT * FROM autocdc.run_flow('b_small');
 SELECT * FROM b_rebuilt('b_small');
+-- 25,000 new keys: at least twice the hidden state's rows, whose indexes are
+-- rebuilt (only autocdc reads them); the target has rows, and its index is
+-- maintained row by row (a rebuild would lock it until the run commits)
+SELECT b_remember('b_small');
+INSERT INTO b_small_feed SELECT g, 'v' || g, 1 FROM generate_series(10000, 34999) g;
+SELECT * FROM autocdc.run_flow('b_small');
+SELECT * FROM b_rebuilt('b_small');
+SELECT format('autocdc_state.target_%s', target_id) AS b_small_state FROM autocdc.flow WHERE name = 'b_small' \gset
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+SELECT count(*) AS state_rows_by_key FROM :b_small_state WHERE id > -1;
+SELECT count(*) AS target_rows_by_key FROM b_small WHERE id > -1;
+RESET enable_seqscan;
+RESET enable_bitmapscan;
 
 CREATE TABLE b_trig (id int PRIMARY KEY, v text);
 CREATE TABLE b_trig_log (n bigint);
@@ -188,13 +203,16 @@ SELECT * FROM b_rebuilt('b_check');
 
 ---------------------------------------------------------------------------
 -- The rebuild evaluates the target's index expressions as the flow owner,
--- under a security-restricted operation, as the inserts it replaces would.
+-- under a security-restricted operation, as the inserts it replaces would;
+-- its sorts take a query's share of autocdc.work_mem (an eighth), without
+-- parallel workers.
 ---------------------------------------------------------------------------
 CREATE ROLE regress_b_owner;
 GRANT CREATE ON SCHEMA public TO regress_b_owner;
-CREATE TABLE b_who (who name, restricted boolean);
+CREATE TABLE b_who (who name, restricted boolean, sort_mem text, workers text);
 GRANT INSERT ON b_who TO regress_b_owner;
--- logs who evaluates it, and whether it may create a temporary table
+-- logs who evaluates it, whether it may create a temporary table, and the
+-- memory and parallel workers an index build may use
 CREATE FUNCTION b_log_who() RETURNS void LANGUAGE plpgsql AS $f$
 DECLARE
 	r boolean := false;
@@ -205,7 +223,8 @@ BEGIN
 	EXCEPTION WHEN OTHERS THEN
 		r := true;
 	END;
-	INSERT INTO public.b_who VALUES (current_user, r);
+	INSERT INTO public.b_who VALUES (current_user, r, current_setting('maintenance_work_mem'),
+									 current_setting('max_parallel_maintenance_workers'));
 END $f$;
 -- an index expression that logs, for key 1
 CREATE FUNCTION b_key_logged(i int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $f$
@@ -224,6 +243,10 @@ SELECT * FROM autocdc.run_flow('b_own');
 INSERT INTO b_own_feed SELECT g, 'v' || g, 1 FROM generate_series(1, 10000) g;
 RESET ROLE;
 SELECT b_remember('b_own');
+SET autocdc.work_mem = '64MB';
+SET maintenance_work_mem = '1GB';
 SELECT * FROM autocdc.run_flow('b_own');
+RESET autocdc.work_mem;
+RESET maintenance_work_mem;
 SELECT idx, rebuilt FROM b_rebuilt('b_own') WHERE idx = 'b_own_logged';
-SELECT DISTINCT who, restricted FROM b_who;
+SELECT DISTINCT who, restricted, sort_mem, workers FROM b_who;

@@ -1488,7 +1488,7 @@ insert_rows(ApplyCtx *a)
 	batch_set(BATCH_ROWS, a->tins, a->tdesc, a->ttype, a->ntins, 1);	/* the INSERT frees it */
 	sql = psprintf("INSERT INTO %s (%s) SELECT %s FROM autocdc_internal._rows(NULL::%s)",
 				   qualified_relname(relid), cols.data, cols.data, format_type_be_qualified(a->ttype));
-	deferred = storage_bulk_begin(relid, a->ntins);
+	deferred = storage_bulk_begin(relid, a->ntins, false);
 	if (SPI_execute(sql, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not insert rows into %s", qualified_relname(relid));
 	storage_bulk_end(relid, deferred);
@@ -1500,8 +1500,8 @@ insert_rows(ApplyCtx *a)
  * of rows per WAL record (heap_multi_insert, as COPY does), then their index
  * entries: the state is autocdc's own table, with no triggers, rules or
  * constraints to honour, and a row per event made single inserts through
- * SQL a large part of a run.  A large load into an empty state rebuilds its
- * indexes after the insert instead (storage_bulk_begin).
+ * SQL a large part of a run.  A load that is large beside the state rebuilds
+ * its indexes after the insert instead (storage_bulk_begin).
  */
 static void
 insert_state_rows(ApplyCtx *a)
@@ -1521,7 +1521,7 @@ insert_state_rows(ApplyCtx *a)
 
 	if (a->nsins == 0)
 		return;
-	deferred = storage_bulk_begin(a->staterel, a->nsins);
+	deferred = storage_bulk_begin(a->staterel, a->nsins, true);
 	/* heap tuples made from the minimal-tuple slots, freed a batch at a time */
 	batchcxt = AllocSetContextCreate(CurrentMemoryContext, "autocdc state insert",
 									 ALLOCSET_DEFAULT_SIZES);

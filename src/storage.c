@@ -28,6 +28,7 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "optimizer/plancat.h"
 #include "storage/bufmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -40,6 +41,7 @@
 
 #include "compat.h"
 #include "layout.h"
+#include "settings.h"
 #include "storage.h"
 #include "util.h"
 
@@ -533,29 +535,53 @@ storage_drop(int target_id, Oid target, List *typnames, bool drop_target)
 }
 
 /*
- * Bulk loads into empty tables.  A run about to insert at least
- * STORAGE_BULK_MIN_ROWS rows into a table that has no pages at all (a new
- * target, a new hidden state) takes the table's indexes out of use while it
- * inserts and rebuilds them from the loaded rows afterwards, as CREATE INDEX
- * over a loaded table does: a sorted build writes each index page once,
- * where inserting row by row logs every entry.  It is done in the run's
- * transaction (pg_index is updated as any DDL updates it, not in place), so
- * a run that fails leaves the indexes as they were, and other sessions see
- * the indexes valid throughout.  Left alone: tables with triggers or rules
- * (their code may read the table while it loads), tables the caller does
- * not own, and deferrable unique indexes (checked at commit, which a
- * rebuild cannot do).  A rebuild checks uniqueness and exclusion as the
- * inserts would have, failing the run on a duplicate.
+ * Bulk loads.  A run about to insert at least STORAGE_BULK_MIN_ROWS rows
+ * into a target that has no pages at all (its first load), or into a hidden
+ * state that has no pages or holds fewer than half as many rows as the run
+ * inserts, takes the table's indexes out of use while it inserts and
+ * rebuilds them from all the rows afterwards, as CREATE INDEX over a loaded
+ * table does: a sorted build writes each index page once, where inserting
+ * row by row logs every entry, and it costs about half as much per row.  A
+ * target with rows keeps the row-by-row path: the rebuild locks its indexes
+ * until the run commits, and queries of the target would wait for it; only
+ * autocdc reads the hidden state.  It is done in the run's transaction
+ * (pg_index is updated as DDL updates it, not in place), so a run that fails
+ * leaves the indexes as they were, and other sessions see them valid
+ * throughout.  Left alone: tables with triggers or rules (their code may
+ * read the table while it loads), tables the caller does not own, and
+ * deferrable unique indexes (checked at commit, which a rebuild cannot do).
+ * A rebuild checks uniqueness and exclusion as the inserts would have,
+ * failing the run on a duplicate.
  */
 #define STORAGE_BULK_MIN_ROWS 10000
 
+/* Does a load of nrows into rel qualify (above)? */
+static bool
+bulk_load_qualifies(Relation rel, int64 nrows, bool hidden)
+{
+	BlockNumber pages;
+	double		tuples,
+				allvisfrac;
+
+	if (nrows < STORAGE_BULK_MIN_ROWS || rel->rd_rel->relkind != RELKIND_RELATION ||
+		rel->rd_rel->relowner != GetUserId() || rel->trigdesc != NULL || rel->rd_rules != NULL)
+		return false;
+	if (RelationGetNumberOfBlocks(rel) == 0)
+		return true;
+	if (!hidden)
+		return false;
+	/* the planner's estimate: pg_class's density over the current size */
+	estimate_rel_size(rel, NULL, &pages, &tuples, &allvisfrac);
+	return tuples * 2 <= (double) nrows;
+}
+
 /*
- * Before inserting nrows rows into relid: take its indexes out of use when
- * the load qualifies (above), returning them for storage_bulk_end (NIL when
- * it does not).
+ * Before inserting nrows rows into relid (a hidden state if hidden): take
+ * its indexes out of use when the load qualifies (above), returning them
+ * for storage_bulk_end (NIL when it does not).
  */
 List *
-storage_bulk_begin(Oid relid, int64 nrows)
+storage_bulk_begin(Oid relid, int64 nrows, bool hidden)
 {
 	Relation	rel;
 	Relation	pg_index;
@@ -566,9 +592,7 @@ storage_bulk_begin(Oid relid, int64 nrows)
 	if (nrows < STORAGE_BULK_MIN_ROWS)
 		return NIL;
 	rel = table_open(relid, RowExclusiveLock);
-	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relowner != GetUserId() ||
-		rel->trigdesc != NULL || rel->rd_rules != NULL ||
-		RelationGetNumberOfBlocks(rel) != 0)
+	if (!bulk_load_qualifies(rel, nrows, hidden))
 	{
 		table_close(rel, NoLock);
 		return NIL;
@@ -610,7 +634,8 @@ storage_bulk_begin(Oid relid, int64 nrows)
  * After the load: rebuild the indexes storage_bulk_begin took out of use,
  * which marks them valid again, as the table's owner under a
  * security-restricted operation (index expressions and predicates are the
- * owner's code).
+ * owner's code).  The sorts are held to a query's share of autocdc.work_mem
+ * and to this process (no parallel workers), as the run's other queries are.
  */
 void
 storage_bulk_end(Oid relid, List *deferred)
@@ -625,6 +650,11 @@ storage_bulk_end(Oid relid, List *deferred)
 		return;
 	become_owner(relation_owner(relid), &saved_uid, &saved_sec);
 	level = NewGUCNestLevel();
+	/* the sorts take a query's share of autocdc.work_mem, in this process */
+	(void) set_config_option("maintenance_work_mem", psprintf("%d", Max(1024, settings_query_mem())),
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("max_parallel_maintenance_workers", "0",
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	foreach(lc, deferred)
 	{
 		ReindexParams params = {0};

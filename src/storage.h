@@ -26,7 +26,7 @@ extern void storage_check_target(Oid target, const char *name, List *srccols, Li
 								 const StorageKind *kind, Oid seqtype, Oid sysseqtype);
 extern void storage_check_owner(FlowDef *flow);
 extern void storage_sync_columns(FlowDef *flow, bool refresh);
-extern List *storage_bulk_begin(Oid relid, int64 nrows);
+extern List *storage_bulk_begin(Oid relid, int64 nrows, bool hidden);
 extern void storage_bulk_end(Oid relid, List *deferred);
 extern void storage_drop(int target_id, Oid target, List *typnames, bool drop_target);
 
