@@ -847,13 +847,16 @@ classify_sql(ApplyCtx *a)
 
 /*
  * Evaluate the flow's expressions over the batch (or run events_sql, whose
- * rows are classified already), validate, and store the events (state row
- * type) in a tuplestore.  Returns the number of events.
+ * rows are classified already; planned without hash joins if no_hash),
+ * validate, and store the events (state row type) in a tuplestore.
+ * Returns the number of events.
  */
 static int64
-classify(ApplyCtx *a, Tuplestorestate *events, List **truncs, const char *events_sql)
+classify(ApplyCtx *a, Tuplestorestate *events, List **truncs, const char *events_sql,
+		 bool no_hash)
 {
 	ClassifyScan cs;
+	int			level = 0;
 
 	cs.a = a;
 	cs.events = events;
@@ -866,7 +869,15 @@ classify(ApplyCtx *a, Tuplestorestate *events, List **truncs, const char *events
 	cs.nskipped = 0;
 	initStringInfo(&cs.skipped);
 
+	if (no_hash)
+	{
+		level = NewGUCNestLevel();
+		(void) set_config_option("enable_hashjoin", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	}
 	spi_foreach_values(events_sql ? events_sql : classify_sql(a), false, classify_row, &cs);
+	if (no_hash)
+		AtEOXact_GUC(true, level);
 	*truncs = cs.truncs;
 	if (cs.nskipped > 0)
 	{
@@ -1864,7 +1875,7 @@ forget_tombstones(ApplyCtx *a, const char *retention)
  */
 static void
 apply_common(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all,
-			 const char *events_sql)
+			 const char *events_sql, bool no_hash)
 {
 	ApplyCtx	a;
 	Tuplestorestate *events;
@@ -1884,7 +1895,7 @@ apply_common(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all,
 	t0 = GetCurrentTimestamp();
 	if (events_sql == NULL)
 		keys_setup(&a);			/* snapshot events: one per key, possibly millions */
-	nevents = have_batch ? classify(&a, events, &truncs, events_sql) : 0;
+	nevents = have_batch ? classify(&a, events, &truncs, events_sql, no_hash) : 0;
 	t1 = GetCurrentTimestamp();
 	m->num_events += nevents;
 	if (nevents == 0 && !touch_all)
@@ -1922,15 +1933,17 @@ apply_common(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all,
 void
 apply_batch(FlowDef *flow, RunMetrics *m, bool have_batch, bool touch_all)
 {
-	apply_common(flow, m, have_batch, touch_all, NULL);
+	apply_common(flow, m, have_batch, touch_all, NULL, false);
 }
 
 /*
  * Apply events computed by a query (a snapshot flow's diff): at most one
  * event per key, so the touched keys are gathered by SQL, which spills.
+ * no_hash: plan that query without hash joins.
  */
 void
-apply_events(FlowDef *flow, RunMetrics *m, const char *events_sql, bool touch_all)
+apply_events(FlowDef *flow, RunMetrics *m, const char *events_sql, bool touch_all,
+			 bool no_hash)
 {
-	apply_common(flow, m, true, touch_all, events_sql);
+	apply_common(flow, m, true, touch_all, events_sql, no_hash);
 }

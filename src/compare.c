@@ -25,6 +25,7 @@
 #include "catalog/pg_operator.h"
 #include "commands/defrem.h"
 #include "fmgr.h"
+#include "storage/bufmgr.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -35,6 +36,7 @@
 #include "compare.h"
 #include "kind.h"
 #include "layout.h"
+#include "settings.h"
 #include "storage.h"
 #include "util.h"
 
@@ -274,6 +276,31 @@ events_sql(FlowDef *flow, Oid rel, const char *vliteral, bool full)
 }
 
 /*
+ * Should the comparison's full join be planned without a hash join?  Yes
+ * when the snapshot is a table with a unique index on the keys (the
+ * target has one too: both sides can be read in key order, or sorted) and
+ * larger on disk than a query's share of autocdc.work_mem, so that a hash
+ * of it would be split into batches written to disk.  Measured on a 1M-row
+ * snapshot and target in key order with the default share (16 MB): the
+ * hash join took 1.07-1.47 s, a merge join over the two indexes
+ * 0.53-0.77 s, and a merge join of two external sorts (index scans off)
+ * 1.08-1.22 s, no slower than the hash.
+ */
+static bool
+merge_beats_hash(Oid snapshot, List *keys)
+{
+	Relation	r;
+	BlockNumber pages;
+
+	if (!keys_unique_in(snapshot, keys))
+		return false;
+	r = relation_open(snapshot, AccessShareLock);
+	pages = RelationGetNumberOfBlocks(r);
+	relation_close(r, AccessShareLock);
+	return (double) pages * BLCKSZ > (double) settings_query_mem() * 1024;
+}
+
+/*
  * Apply the differences between a snapshot and the flow's target at a
  * version (a literal of the version type); with full, every row of the
  * snapshot is an upsert.  Runs as the flow's owner; returns the number of
@@ -283,12 +310,13 @@ int64
 compare_snapshot(FlowDef *flow, Oid snapshot, const char *version, bool full, RunMetrics *m)
 {
 	char	   *sql = events_sql(flow, snapshot, version, full);
+	bool		no_hash = !full && merge_beats_hash(snapshot, flow->keys);
 
 	snapshot_rows = 0;
 	snapshot_comparing = true;
 	PG_TRY();
 	{
-		apply_events(flow, m, sql, full);
+		apply_events(flow, m, sql, full, no_hash);
 	}
 	PG_FINALLY();
 	{
