@@ -29,6 +29,17 @@ RETURNS TABLE (idx text, rebuilt boolean, valid boolean, ready boolean) LANGUAGE
 	  FROM b_nodes n JOIN pg_index i ON i.indexrelid = n.idx
 	 ORDER BY 1
 $f$;
+-- b_flow(name) creates the feed <name>_feed (id, v, seq) and an SCD 1 flow
+-- into the table <name> (created if missing), runs it once (empty) and
+-- remembers the index files
+CREATE FUNCTION b_flow(name text) RETURNS void LANGUAGE plpgsql AS $f$
+BEGIN
+	EXECUTE format('CREATE TABLE %I (id int, v text, seq int)', name || '_feed');
+	PERFORM autocdc.create_flow(name, name || '_feed', '{id}', sequence_by => 'seq',
+		except_column_list => '{seq}', continuous => false);
+	PERFORM autocdc.run_flow(name);
+	PERFORM b_remember(name::regclass);
+END $f$;
 -- the rows each index of an SCD 2 target finds, read through that index
 -- alone (no sequential scans), beside the table's own count
 CREATE FUNCTION b_through_indexes(rel regclass)
@@ -85,11 +96,7 @@ SELECT * FROM b_through_indexes('b2');
 -- unique constraint (checked at commit by a trigger, which a rebuild cannot
 -- do), or pages left by rows since deleted.
 ---------------------------------------------------------------------------
-CREATE TABLE b_small_feed (id int, v text, seq int);
-SELECT autocdc.create_flow('b_small', 'b_small_feed', '{id}', sequence_by => 'seq',
-	except_column_list => '{seq}', continuous => false);
-SELECT * FROM autocdc.run_flow('b_small');
-SELECT b_remember('b_small');
+SELECT b_flow('b_small');
 INSERT INTO b_small_feed SELECT g, 'v' || g, 1 FROM generate_series(1, 9999) g;
 SELECT * FROM autocdc.run_flow('b_small');
 SELECT * FROM b_rebuilt('b_small');
@@ -116,11 +123,7 @@ BEGIN
 	RETURN NULL;
 END $f$;
 CREATE TRIGGER b_trig_count AFTER INSERT ON b_trig FOR EACH STATEMENT EXECUTE FUNCTION b_trig_count();
-CREATE TABLE b_trig_feed (id int, v text, seq int);
-SELECT autocdc.create_flow('b_trig', 'b_trig_feed', '{id}', sequence_by => 'seq',
-	except_column_list => '{seq}', continuous => false);
-SELECT * FROM autocdc.run_flow('b_trig');
-SELECT b_remember('b_trig');
+SELECT b_flow('b_trig');
 INSERT INTO b_trig_feed SELECT g, 'v' || g, 1 FROM generate_series(1, 10000) g;
 SELECT * FROM autocdc.run_flow('b_trig');
 -- the target's own index is maintained row by row, the hidden state's
@@ -130,11 +133,7 @@ SELECT * FROM b_trig_log;
 
 CREATE TABLE b_defer (id int, v text, CONSTRAINT b_defer_id UNIQUE (id) DEFERRABLE INITIALLY DEFERRED);
 CREATE INDEX b_defer_v ON b_defer (v);
-CREATE TABLE b_defer_feed (id int, v text, seq int);
-SELECT autocdc.create_flow('b_defer', 'b_defer_feed', '{id}', sequence_by => 'seq',
-	except_column_list => '{seq}', continuous => false);
-SELECT * FROM autocdc.run_flow('b_defer');
-SELECT b_remember('b_defer');
+SELECT b_flow('b_defer');
 INSERT INTO b_defer_feed SELECT g, 'v' || g, 1 FROM generate_series(1, 10000) g;
 SELECT * FROM autocdc.run_flow('b_defer');
 -- the target's indexes keep their files, the hidden state's are rebuilt
@@ -144,11 +143,7 @@ SELECT * FROM b_rebuilt('b_defer');
 CREATE TABLE b_pages (id int PRIMARY KEY, v text);
 INSERT INTO b_pages VALUES (0, 'gone');
 DELETE FROM b_pages;
-CREATE TABLE b_pages_feed (id int, v text, seq int);
-SELECT autocdc.create_flow('b_pages', 'b_pages_feed', '{id}', sequence_by => 'seq',
-	except_column_list => '{seq}', continuous => false);
-SELECT * FROM autocdc.run_flow('b_pages');
-SELECT b_remember('b_pages');
+SELECT b_flow('b_pages');
 INSERT INTO b_pages_feed SELECT g, 'v' || g, 1 FROM generate_series(1, 10000) g;
 SELECT * FROM autocdc.run_flow('b_pages');
 SELECT idx, rebuilt FROM b_rebuilt('b_pages') WHERE idx = 'b_pages_pkey';
@@ -158,27 +153,26 @@ SELECT idx, rebuilt FROM b_rebuilt('b_pages') WHERE idx = 'b_pages_pkey';
 -- violation (nothing applied, the indexes as they were); so does any other
 -- error of the load, after the indexes were taken out of use.
 ---------------------------------------------------------------------------
-CREATE FUNCTION b_err(sql text, OUT code text, OUT message text, OUT detail text)
-LANGUAGE plpgsql AS $f$
+-- b_err(sql) runs a statement and returns "SQLSTATE: message (detail)", or ok
+CREATE FUNCTION b_err(sql text) RETURNS text LANGUAGE plpgsql AS $f$
+DECLARE
+	c text;
+	m text;
+	d text;
 BEGIN
 	EXECUTE sql;
-	code := 'ok';
+	RETURN 'ok';
 EXCEPTION WHEN OTHERS THEN
-	GET STACKED DIAGNOSTICS code = RETURNED_SQLSTATE, message = MESSAGE_TEXT,
-							detail = PG_EXCEPTION_DETAIL;
-END
-$f$;
+	GET STACKED DIAGNOSTICS c = RETURNED_SQLSTATE, m = MESSAGE_TEXT, d = PG_EXCEPTION_DETAIL;
+	RETURN c || ': ' || m || coalesce(' (' || nullif(d, '') || ')', '');
+END $f$;
 CREATE TABLE b_uniq (id int PRIMARY KEY, v text);
 CREATE UNIQUE INDEX b_uniq_v ON b_uniq (v);
-CREATE TABLE b_uniq_feed (id int, v text, seq int);
-SELECT autocdc.create_flow('b_uniq', 'b_uniq_feed', '{id}', sequence_by => 'seq',
-	except_column_list => '{seq}', continuous => false);
-SELECT * FROM autocdc.run_flow('b_uniq');
-SELECT b_remember('b_uniq');
+SELECT b_flow('b_uniq');
 -- keys 5000 and 5001 carry the same v
 INSERT INTO b_uniq_feed SELECT g, CASE WHEN g = 5001 THEN 'v5000' ELSE 'v' || g END, 1
   FROM generate_series(1, 10000) g;
-SELECT * FROM b_err($$SELECT * FROM autocdc.run_flow('b_uniq')$$);
+SELECT b_err($$SELECT * FROM autocdc.run_flow('b_uniq')$$);
 SELECT count(*) AS target_rows FROM b_uniq;
 SELECT * FROM b_rebuilt('b_uniq');
 SELECT state, last_error_sqlstate FROM autocdc.flows WHERE name = 'b_uniq';
@@ -190,14 +184,10 @@ SELECT * FROM b_rebuilt('b_uniq');
 SELECT count(*) AS target_rows, count(DISTINCT v) AS distinct_v FROM b_uniq;
 
 CREATE TABLE b_check (id int PRIMARY KEY, v text CHECK (v <> 'bad'));
-CREATE TABLE b_check_feed (id int, v text, seq int);
-SELECT autocdc.create_flow('b_check', 'b_check_feed', '{id}', sequence_by => 'seq',
-	except_column_list => '{seq}', continuous => false);
-SELECT * FROM autocdc.run_flow('b_check');
-SELECT b_remember('b_check');
+SELECT b_flow('b_check');
 INSERT INTO b_check_feed SELECT g, CASE WHEN g = 9000 THEN 'bad' ELSE 'v' || g END, 1
   FROM generate_series(1, 10000) g;
-SELECT code, message FROM b_err($$SELECT * FROM autocdc.run_flow('b_check')$$);
+SELECT b_err($$SELECT * FROM autocdc.run_flow('b_check')$$);
 SELECT count(*) AS target_rows FROM b_check;
 SELECT * FROM b_rebuilt('b_check');
 
