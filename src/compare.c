@@ -171,10 +171,12 @@ distinct_clause(const char *col, Oid typid)
  * engine classifies (data columns in hidden-state order, sequence, lsn, ord,
  * kind).  full: every snapshot row as an upsert; otherwise only the rows
  * that differ from the target's current rows, and a delete per vanished
- * key.  An InitPlan calls autocdc_internal._snapshot_check first.
+ * key.  An InitPlan calls autocdc_internal._snapshot_check first, which
+ * need not look for duplicate or null keys when keys_unique (the snapshot's
+ * unique index on the keys rules them out).
  */
 static char *
-events_sql(FlowDef *flow, Oid rel, const char *vliteral, bool full)
+events_sql(FlowDef *flow, Oid rel, const char *vliteral, bool full, bool keys_unique)
 {
 	Oid			staterel = storage_state_relid(flow->target_id);
 	Relation	sr;
@@ -229,7 +231,7 @@ events_sql(FlowDef *flow, Oid rel, const char *vliteral, bool full)
 	relation_close(sr, AccessShareLock);
 
 	/* the check: row count, and duplicate or null keys unless an index rules them out */
-	if (keys_unique_in(rel, flow->keys))
+	if (keys_unique)
 		check = psprintf("(SELECT autocdc_internal._snapshot_check(%s, %s, pg_catalog.count(*), NULL, false) FROM %s)",
 						 quote_literal_cstr(flow->name), quote_literal_cstr(get_rel_name(rel)), snapname);
 	else
@@ -276,24 +278,22 @@ events_sql(FlowDef *flow, Oid rel, const char *vliteral, bool full)
 }
 
 /*
- * Should the comparison's full join be planned without a hash join?  Yes
- * when the snapshot is a table with a unique index on the keys (the
- * target has one too: both sides can be read in key order, or sorted) and
- * larger on disk than a query's share of autocdc.work_mem, so that a hash
- * of it would be split into batches written to disk.  Measured on a 1M-row
+ * Should the comparison's full join be planned without a hash join, the
+ * snapshot being a table with a unique index on the keys (the target has
+ * one too: both sides can be read in key order, or sorted)?  Yes when it
+ * is larger on disk than a query's share of autocdc.work_mem, so that a
+ * hash of it would be split into batches written to disk.  Measured on a 1M-row
  * snapshot and target in key order with the default share (16 MB): the
  * hash join took 1.07-1.47 s, a merge join over the two indexes
  * 0.53-0.77 s, and a merge join of two external sorts (index scans off)
  * 1.08-1.22 s, no slower than the hash.
  */
 static bool
-merge_beats_hash(Oid snapshot, List *keys)
+merge_beats_hash(Oid snapshot)
 {
 	Relation	r;
 	BlockNumber pages;
 
-	if (!keys_unique_in(snapshot, keys))
-		return false;
 	r = relation_open(snapshot, AccessShareLock);
 	pages = RelationGetNumberOfBlocks(r);
 	relation_close(r, AccessShareLock);
@@ -301,17 +301,12 @@ merge_beats_hash(Oid snapshot, List *keys)
 }
 
 /*
- * Apply the differences between a snapshot and the flow's target at a
- * version (a literal of the version type); with full, every row of the
- * snapshot is an upsert.  Runs as the flow's owner; returns the number of
- * snapshot rows read.
+ * Apply a snapshot's events (events_sql), flagged as a comparison for
+ * _snapshot_check while they are read; returns the snapshot's rows.
  */
-int64
-compare_snapshot(FlowDef *flow, Oid snapshot, const char *version, bool full, RunMetrics *m)
+static int64
+apply_comparison(FlowDef *flow, RunMetrics *m, const char *sql, bool full, bool no_hash)
 {
-	char	   *sql = events_sql(flow, snapshot, version, full);
-	bool		no_hash = !full && merge_beats_hash(snapshot, flow->keys);
-
 	snapshot_rows = 0;
 	snapshot_comparing = true;
 	PG_TRY();
@@ -324,4 +319,20 @@ compare_snapshot(FlowDef *flow, Oid snapshot, const char *version, bool full, Ru
 	}
 	PG_END_TRY();
 	return snapshot_rows;
+}
+
+/*
+ * Apply the differences between a snapshot and the flow's target at a
+ * version (a literal of the version type); with full, every row of the
+ * snapshot is an upsert.  Runs as the flow's owner; returns the number of
+ * snapshot rows read.
+ */
+int64
+compare_snapshot(FlowDef *flow, Oid snapshot, const char *version, bool full, RunMetrics *m)
+{
+	bool		keys_unique = keys_unique_in(snapshot, flow->keys);
+	char	   *sql = events_sql(flow, snapshot, version, full, keys_unique);
+
+	return apply_comparison(flow, m, sql, full,
+							!full && keys_unique && merge_beats_hash(snapshot));
 }

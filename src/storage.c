@@ -555,7 +555,7 @@ storage_drop(int target_id, Oid target, List *typnames, bool drop_target)
  */
 #define STORAGE_BULK_MIN_ROWS 10000
 
-/* Does a load of nrows into rel qualify (above)? */
+/* Does a load of nrows (at least STORAGE_BULK_MIN_ROWS) into rel qualify (above)? */
 static bool
 bulk_load_qualifies(Relation rel, int64 nrows, bool hidden)
 {
@@ -563,8 +563,8 @@ bulk_load_qualifies(Relation rel, int64 nrows, bool hidden)
 	double		tuples,
 				allvisfrac;
 
-	if (nrows < STORAGE_BULK_MIN_ROWS || rel->rd_rel->relkind != RELKIND_RELATION ||
-		rel->rd_rel->relowner != GetUserId() || rel->trigdesc != NULL || rel->rd_rules != NULL)
+	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relowner != GetUserId() ||
+		rel->trigdesc != NULL || rel->rd_rules != NULL)
 		return false;
 	if (RelationGetNumberOfBlocks(rel) == 0)
 		return true;
