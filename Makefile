@@ -3,7 +3,7 @@ MODULE_big = autocdc
 OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
 EXTENSION = autocdc
 # every released version's script stays, with the upgrade scripts from it
-DATA = autocdc--0.1.sql autocdc--0.1--0.2.sql autocdc--0.2.sql
+DATA = autocdc--0.1.sql autocdc--0.1--0.2.sql autocdc--0.2.sql autocdc--0.2--0.3.sql autocdc--0.3.sql
 PGFILEDESC = "autocdc - declarative CDC flows for PostgreSQL"
 
 REGRESS = setup examples scd1 scd2 errors runtime statements changes lifecycle snapshot security bitemporal asof bulk

@@ -6,13 +6,22 @@
 #                               Debian's packages (test/setup.sh); 17 and 18
 #                               are built by test/pgbuild.sh into a private
 #                               prefix, and autocdc is installed there
+#   AUTOCDC_PG_BIN=dir          run on the PostgreSQL installation whose bin
+#                               directory is dir (e.g. a private copy of one):
+#                               autocdc is built and installed there
+#   AUTOCDC_REGRESS="a b"       only these pg_regress files (sql/a.sql ...; "none": none)
+#   AUTOCDC_TAP="test/t/x.pl"   only these TAP files ("none": no TAP file)
 #   AUTOCDC_PROPERTY_STREAMS=N  property-test streams per SCD mode (default 50; 6 modes)
 #   AUTOCDC_PROPERTY_SEED=N     property-test seed (default 42)
 #   AUTOCDC_MEMORY_FULL=1       memory bounds at README's sizes (1M-4M rows, about twenty minutes)
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 pg=${1:-${AUTOCDC_PG:-15}}
-if [ "$pg" = 15 ]; then
+if [ -n "${AUTOCDC_PG_BIN:-}" ]; then
+	bin=$AUTOCDC_PG_BIN
+	pg=$("$bin/pg_config" --version | sed 's/^PostgreSQL \([0-9]*\).*/\1/')
+	private=1
+elif [ "$pg" = 15 ]; then
 	bash "$here/test/setup.sh"
 	bin=/usr/lib/postgresql/15/bin
 else
@@ -24,7 +33,7 @@ fi
 work=$(mktemp -d /tmp/autocdc-test.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 cp -a "$here/." "$work/src"
-if [ "$pg" != 15 ]; then
+if [ "$pg" != 15 ] || [ -n "${private:-}" ]; then
 	# the checkout's objects are 15's: build the copy for this version
 	make -s -C "$work/src" PG_CONFIG="$bin/pg_config" clean
 	make -s -j2 -C "$work/src" PG_CONFIG="$bin/pg_config"
@@ -36,9 +45,20 @@ cd "$work/src"
 echo "autocdc test suite on PostgreSQL $("$bin/postgres" -V | awk '{print $3}') ($bin)"
 start=$SECONDS
 status=0
+subset=()
+case "${AUTOCDC_REGRESS:-}" in
+'') ;;
+none) subset+=("REGRESS=") ;;
+*) subset+=("REGRESS=$AUTOCDC_REGRESS") ;;
+esac
+case "${AUTOCDC_TAP:-}" in
+'') ;;
+none) subset+=("TAP_TESTS=") ;;
+*) subset+=("PROVE_TESTS=$AUTOCDC_TAP") ;;
+esac
 runuser -u postgres -- env PATH="$bin:$PATH" \
 	AUTOCDC_PROPERTY_STREAMS="${AUTOCDC_PROPERTY_STREAMS:-}" AUTOCDC_PROPERTY_SEED="${AUTOCDC_PROPERTY_SEED:-}" \
-	make -s PG_CONFIG="$bin/pg_config" installcheck \
+	make -s PG_CONFIG="$bin/pg_config" installcheck "${subset[@]}" \
 	REGRESS_OPTS="--temp-instance=$work/inst --temp-config=./test/regress.conf" || status=$?
 if [ $status -ne 0 ]; then
 	[ -f regression.diffs ] && head -200 regression.diffs

@@ -302,7 +302,7 @@ $node->safe_psql('postgres', 'ALTER EXTENSION autocdc UPDATE');
 is($node->safe_psql('postgres', q{SELECT source FROM autocdc.flows WHERE name = 't3'}), 'feed',
 	'after the update it shows the source as the function form does');
 is($node->safe_psql('postgres', q{SELECT extversion FROM pg_extension WHERE extname = 'autocdc'}),
-	'0.2', 'the extension is at 0.2');
+	'0.3', 'the extension is at 0.3');
 write_events(25);
 check_targets('after the update');
 is( $node->safe_psql('postgres', q{
