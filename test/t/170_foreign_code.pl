@@ -193,6 +193,43 @@ like($err, qr/HINT:  Change the column to its base type: ALTER TABLE alice\.adop
 	'... with the statement that flattens it');
 check_clean('run_flow and create_flow');
 
+# --- a snapshot flow over a table of bob's, keyed by a domain ----------------------
+as('bob', q{
+	CREATE TABLE bob.snap (k bob.chkd PRIMARY KEY, e bob.evil, a bob.chkd[]);
+	GRANT SELECT ON bob.snap TO alice;
+	INSERT INTO bob.snap (k, a) VALUES (1, '{1}'), (2, NULL);
+	TRUNCATE bob.seen;
+});
+as('alice', q{
+	SELECT autocdc.create_snapshot_flow('alice.s1', 'bob.snap', '{k}', stored_as_scd_type => '2',
+										continuous => false);
+	SELECT * FROM autocdc.run_flow('s1');
+});
+as('bob', q{UPDATE bob.snap SET a = '{5}' WHERE k = 2; DELETE FROM bob.snap WHERE k = 1;
+	INSERT INTO bob.snap (k) VALUES (3); TRUNCATE bob.seen});
+as('alice', q{SELECT * FROM autocdc.run_flow('s1')});
+is(sql('SELECT k, e, a, __end_at IS NULL FROM alice.s1 ORDER BY k, __start_at'),
+	"1|42|{1}|f\n2|42||f\n2|42|{5}|t\n3|42||t", 'the snapshot flow compared and applied');
+my ($stt, $sst) = types_of('alice.s1', 'a', 'e', 'k');
+is($stt, 'a:integer[],e:integer,k:integer', 'the snapshot target has the base types');
+is($sst, $stt, '... and so has its hidden state');
+check_clean('a snapshot flow');
+
+# --- a target made with bob's domain before domains were flattened (0.2) -----------
+sql(q{
+	ALTER TABLE alice.c1 ALTER COLUMN e TYPE bob.evil;
+	ALTER TABLE autocdc_state.target_} . sql(q{SELECT id FROM autocdc.target WHERE relid = 'alice.c1'::regclass})
+	. q{ ALTER COLUMN e TYPE bob.evil;
+	ALTER TABLE alice.c1 ALTER COLUMN c TYPE bob.chkd;
+	REVOKE SELECT ON alice.private FROM bob;	-- the CHECK just ran as this superuser
+});
+as('bob', q{TRUNCATE bob.seen; UPDATE bob.t SET v = 'x' WHERE id = 1});
+as('alice', q{SELECT * FROM autocdc.run_flow('c1')});
+is((types_of('alice.c1', 'c', 'e'))[0], 'c:integer,e:integer', 'the next run flattens such columns');
+is(sql('SELECT id, v, e, c FROM alice.c1 ORDER BY id'), "1|x|42|9\n2|b||\n3|y|42|7",
+	'... keeping their values');
+check_clean('a target with domains of bob\'s');
+
 # --- the worker: alice only creates the flows -----------------------------------
 as('alice', q{
 	SELECT autocdc.create_flow('alice.c2', 'changes(bob.wt)', '{id}');
