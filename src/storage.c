@@ -484,13 +484,13 @@ sync_retype(FlowDef *flow, ColInfo *s, ColInfo *t, bool refresh, const char *tna
 {
 	ColInfo    *n = storage_column_type(s, flow->owner, get_rel_name(flow->source));
 	bool		flatten = t->typid == s->typid;
-	Oid			state = storage_state_relid(flow->target_id);
-	ColInfo    *st = find_column(relation_columns(state), t->name);
 	char	   *using = flatten ? "" : " USING NULL";
+	ColInfo    *st;
 
 	if (t->typid == n->typid ||
 		(flatten && !OidIsValid(type_foreign_code(t->typid, flow->owner))))
 		return false;
+	st = find_column(relation_columns(storage_state_relid(flow->target_id)), t->name);
 	if (!refresh && !flatten)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),

@@ -215,6 +215,22 @@ is($stt, 'a:integer[],e:integer,k:integer', 'the snapshot target has the base ty
 is($sst, $stt, '... and so has its hidden state');
 check_clean('a snapshot flow');
 
+# a version function whose version has bob's domain type (read from bob's table)
+as('alice', q{
+	CREATE TABLE alice.snapdata (k int PRIMARY KEY, v text);
+	INSERT INTO alice.snapdata VALUES (1, 'a');
+	CREATE FUNCTION alice.snaps(last bob.chkd) RETURNS TABLE (snapshot regclass, version bob.chkd)
+		LANGUAGE sql AS $$ SELECT 'alice.snapdata'::regclass, seq FROM bob.feed
+			WHERE last IS NULL OR seq > last ORDER BY seq DESC LIMIT 1 $$;
+	SELECT autocdc.create_snapshot_flow('alice.s2', source_function => 'alice.snaps(bob.chkd)', keys => '{k}',
+										stored_as_scd_type => '2', continuous => false);
+	SELECT * FROM autocdc.run_flow('s2');
+});
+is(sql('SELECT k, v, __start_at FROM alice.s2'), '1|a|4', 'a version of a domain type is applied');
+is((types_of('alice.s2', '__start_at', '__end_at'))[0], '__end_at:integer,__start_at:integer',
+	'... and stored as its base type');
+check_clean('a snapshot flow with a version of bob\'s domain');
+
 # --- a target made with bob's domain before domains were flattened (0.2) -----------
 sql(q{
 	ALTER TABLE alice.c1 ALTER COLUMN e TYPE bob.evil;
