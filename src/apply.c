@@ -793,6 +793,28 @@ classify_row(Datum *values, bool *nulls, TupleDesc desc, void *arg)
 				  DatumGetInt64(values[a->c.ndata + 2]), kind, sysseq);
 }
 
+/*
+ * The cast of batch column name to the type its target and hidden-state
+ * column store it as, when that is its type with domains flattened: a
+ * cast from a domain to its base type runs no code of the domain's.  ""
+ * otherwise (a column of another type fails check_event_shape).
+ */
+static const char *
+flat_cast(TupleDesc bdesc, const char *name, Oid stored)
+{
+	int			i;
+
+	for (i = 0; i < bdesc->natts; i++)
+	{
+		Oid			typid = TupleDescAttr(bdesc, i)->atttypid;
+
+		if (strcmp(NameStr(TupleDescAttr(bdesc, i)->attname), name) == 0 &&
+			typid != stored && type_stored_as(typid, stored))
+			return psprintf("::%s", format_type_be_qualified(stored));
+	}
+	return "";
+}
+
 /* The query that classifies the captured batch (BATCH_SOURCE). */
 static char *
 classify_sql(ApplyCtx *a)
@@ -812,7 +834,10 @@ classify_sql(ApplyCtx *a)
 				pseudo_source_of(f->col_include, f->col_from, a->c.dnames[i]) : NULL;
 
 			/* a column taken from a pseudo-column, or the source's */
-			appendStringInfo(&sql, "s.%s, ", quote_identifier(pseudo ? pseudo : a->c.dnames[i]));
+			const char *col = pseudo ? pseudo : a->c.dnames[i];
+
+			appendStringInfo(&sql, "s.%s%s, ", quote_identifier(col),
+							 flat_cast(bdesc, col, a->c.dtypes[i]));
 		}
 		else
 			appendStringInfo(&sql, "NULL::%s, ", format_type_be_qualified(a->c.dtypes[i]));

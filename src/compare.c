@@ -167,6 +167,23 @@ distinct_clause(const char *col, Oid typid)
 }
 
 /*
+ * The cast of snapshot column name to the type its target and hidden-state
+ * column store it as, when that is its type with domains flattened (a cast
+ * from a domain to its base type runs none of the domain's code); "" if
+ * none is needed.
+ */
+static const char *
+flat_cast(Oid rel, const char *name, Oid stored)
+{
+	AttrNumber	attnum = get_attnum(rel, name);
+	Oid			typid = attnum == InvalidAttrNumber ? InvalidOid : get_atttype(rel, attnum);
+
+	if (OidIsValid(typid) && typid != stored && type_stored_as(typid, stored))
+		return psprintf("::%s", format_type_be_qualified(stored));
+	return "";
+}
+
+/*
  * The query returning the events of one snapshot in the shape the apply
  * engine classifies (data columns in hidden-state order, sequence, lsn, ord,
  * kind).  full: every snapshot row as an upsert; otherwise only the rows
@@ -183,6 +200,7 @@ events_sql(FlowDef *flow, Oid rel, const char *vliteral, bool full, bool keys_un
 	TupleDesc	sdesc;
 	StringInfoData sel,
 				cols,
+				scols,
 				keys,
 				on,
 				differ,
@@ -197,6 +215,7 @@ events_sql(FlowDef *flow, Oid rel, const char *vliteral, bool full, bool keys_un
 		elog(ERROR, "hidden state of flow \"%s\" is missing", flow->name);
 	initStringInfo(&sel);
 	initStringInfo(&cols);
+	initStringInfo(&scols);
 	initStringInfo(&keys);
 	initStringInfo(&on);
 	initStringInfo(&differ);
@@ -207,18 +226,22 @@ events_sql(FlowDef *flow, Oid rel, const char *vliteral, bool full, bool keys_un
 		Form_pg_attribute att = TupleDescAttr(sdesc, i);
 		const char *name = NameStr(att->attname);
 		const char *q = quote_identifier(name);
+		const char *cast;
 
 		if (att->attisdropped || strncmp(name, "__autocdc_", 10) == 0)
 			continue;
 		if (!name_in_list(flow->columns, name))
+		{
 			appendStringInfo(&sel, "NULL::%s, ", format_type_be_qualified(att->atttypid));
-		else if (name_in_list(flow->keys, name) && !full)
+			continue;
+		}
+		cast = flat_cast(rel, name, att->atttypid);
+		if (name_in_list(flow->keys, name) && !full)
 			appendStringInfo(&sel, "CASE WHEN s.__autocdc_p THEN s.%s ELSE t.%s END, ", q, q);
 		else
-			appendStringInfo(&sel, "s.%s, ", q);
-		if (!name_in_list(flow->columns, name))
-			continue;
+			appendStringInfo(&sel, "s.%s%s, ", q, full ? cast : "");
 		appendStringInfo(&cols, "%s%s", cols.len ? ", " : "", q);
+		appendStringInfo(&scols, "%s%s%s AS %s", scols.len ? ", " : "", q, cast, q);
 		if (name_in_list(flow->keys, name))
 		{
 			appendStringInfo(&keys, "%s%s", keys.len ? ", " : "", q);
@@ -271,7 +294,7 @@ events_sql(FlowDef *flow, Oid rel, const char *vliteral, bool full, bool keys_un
 						 "FROM (SELECT %s, true AS __autocdc_p FROM %s) s "
 						 "FULL JOIN (SELECT %s, true AS __autocdc_p FROM ONLY %s%s) t ON %s "
 						 "WHERE %s AND (s.__autocdc_p IS NULL OR t.__autocdc_p IS NULL%s)",
-						 sel.data, vliteral, cols.data, snapname, cols.data, tname,
+						 sel.data, vliteral, scols.data, snapname, cols.data, tname,
 						 storage_kind(flow->scd)->current_rows,
 						 on.data, check, differ.data);
 	return sql.data;

@@ -909,7 +909,11 @@ sequence_type(Definition *d, ExprInfo *seq, const char *suffix, char **typnamep)
 			   *lcoll;
 
 	if (seq->field_names == NIL)
-		return seq->typid;
+	{
+		int32		typmod = seq->typmod;
+
+		return flatten_type(seq->typid, &typmod);
+	}
 	typname = psprintf("%s%s", d->trv->relname, suffix);
 	existing = type_in_schema(tschema, typname);
 	*typnamep = typname;
@@ -919,9 +923,13 @@ sequence_type(Definition *d, ExprInfo *seq, const char *suffix, char **typnamep)
 		appendStringInfo(&sql, "CREATE TYPE %s AS (", quote_qualified_identifier(tschema, typname));
 		forfour(lc, seq->field_names, lt, seq->field_types, lm, seq->field_typmods,
 				lcoll, seq->field_colls)
+		{
+			int32		typmod = lfirst_int(lm);
+			Oid			typid = flatten_type(lfirst_oid(lt), &typmod);
+
 			appendStringInfo(&sql, "%s%s", lc == list_head(seq->field_names) ? "" : ", ",
-							 column_definition(lfirst(lc), lfirst_oid(lt), lfirst_int(lm),
-											   lfirst_oid(lcoll)));
+							 column_definition(lfirst(lc), typid, typmod, lfirst_oid(lcoll)));
+		}
 		appendStringInfoString(&sql, ")");
 		spi_exec(sql.data, SPI_OK_UTILITY);
 		CommandCounterIncrement();
@@ -931,13 +939,42 @@ sequence_type(Definition *d, ExprInfo *seq, const char *suffix, char **typnamep)
 	return existing;
 }
 
-/* The types of the sequences: <target>_seq, <target>_sysseq for ROW ones. */
+/*
+ * Refuse a sequence type (what: "sequence" or "system sequence") that
+ * carries another role's domain: its period and hidden-state columns would
+ * run that role's code as the flow's owner.
+ */
+static void
+check_sequence_code(Oid typid, const char *what)
+{
+	Oid			foreign = type_foreign_code(typid, GetUserId());
+
+	if (OidIsValid(foreign))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("the %s has type %s, which carries a domain of role %s", what,
+						format_type_be(typid),
+						quote_identifier(GetUserNameFromId(type_owner(foreign), false))),
+				 errdetail("A domain's DEFAULT and CHECK are its owner's code, and would run as the flow's owner. "
+						   "autocdc stores domains as their base types, but cannot inside composite or range types (here %s).",
+						   format_type_be(foreign)),
+				 errhint("Sequence by ROW(...) of the type's fields, or by a value of a type owned by the flow's owner.")));
+}
+
+/*
+ * The types of the sequences, domains flattened: <target>_seq,
+ * <target>_sysseq for ROW ones.
+ */
 static void
 def_sequence_type(Definition *d)
 {
 	d->seqtype = sequence_type(d, d->seq, "_seq", &d->seqtypname);
+	check_sequence_code(d->seqtype, "sequence");
 	if (d->sysseq)
+	{
 		d->sysseqtype = sequence_type(d, d->sysseq, "_sysseq", &d->sysseqtypname);
+		check_sequence_code(d->sysseqtype, "system sequence");
+	}
 }
 
 /*
@@ -1000,8 +1037,8 @@ def_target(Definition *d)
 
 	if (!OidIsValid(d->target))
 	{
-		d->target = storage_create_target(d->trv->schemaname, d->trv->relname, d->tgtcols,
-										  d->selected, d->kind, d->keys, d->seqtype,
+		d->target = storage_create_target(d->trv->schemaname, d->trv->relname, d->srcname,
+										  d->tgtcols, d->selected, d->kind, d->keys, d->seqtype,
 										  d->sysseqtype, &d->rangetypname);
 		return;
 	}
@@ -1030,8 +1067,8 @@ def_target(Definition *d)
 							d->flowname, name),
 					 errhint("Flows into one target must use the same keys, SCD type and sequence type.")));
 	}
-	storage_check_target(d->target, name, d->tgtcols, d->selected, d->kind, d->seqtype,
-						 d->sysseqtype);
+	storage_check_target(d->target, name, d->srcname, d->tgtcols, d->selected, d->kind,
+						 d->seqtype, d->sysseqtype);
 }
 
 /* The target's catalog row and hidden state, when it is new to autocdc. */

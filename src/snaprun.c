@@ -46,6 +46,7 @@ apply_snapshot(FlowDef *flow, Oid rel, Oid vtype, Datum version, RunMetrics *m)
 	char	   *vtext = snapsource_version_text(vtype, version);
 	int64		before = m->num_events;
 	int64		rows;
+	int32		typmod = -1;
 
 	if (check_enable_rls(rel, flow->owner, true) == RLS_ENABLED)
 		ereport(ERROR,
@@ -56,8 +57,9 @@ apply_snapshot(FlowDef *flow, Oid rel, Oid vtype, Datum version, RunMetrics *m)
 	flow->source = rel;
 	storage_sync_columns(flow, full);
 	run_hold_relations(flow, rel);
+	/* the version as the target stores it: a domain's base type (runs none of its code) */
 	rows = compare_snapshot(flow, rel, psprintf("%s::%s", quote_literal_cstr(vtext),
-												format_type_be_qualified(vtype)),
+												format_type_be_qualified(flatten_type(vtype, &typmod))),
 							full, m);
 	run_release_relations();
 	m->num_events = before + rows;

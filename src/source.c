@@ -327,6 +327,20 @@ snapshot_read(FlowDef *flow, const char *sql, SnapshotRead *sr)
 }
 
 /*
+ * The type of a NULL read for a column: its own with domains flattened
+ * (a cast to a domain evaluates its CHECK, another role's code; the value
+ * is NULL whatever its type).
+ */
+static char *
+null_type(Form_pg_attribute att)
+{
+	int32		typmod = att->atttypmod;
+	Oid			typid = flatten_type(att->atttypid, &typmod);
+
+	return format_type_with_typemod(typid, typmod);
+}
+
+/*
  * A changes() flow refreshed with its target kept: a delete, at the
  * refresh's position, of every key the target's current rows have and the
  * source no longer has (read under the active snapshot), after the rows
@@ -368,7 +382,7 @@ source_read_missing(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 			name_in_list(flow->keys, NameStr(att->attname)))
 			appendStringInfo(&sql, "m.%s", quote_identifier(NameStr(att->attname)));
 		else
-			appendStringInfo(&sql, "NULL::%s", format_type_with_typemod(att->atttypid, att->atttypmod));
+			appendStringInfo(&sql, "NULL::%s", null_type(att));
 	}
 	appendStringInfo(&sql, " FROM (SELECT %s FROM ONLY %s%s EXCEPT SELECT %s FROM %s%s) m",
 					 tkeys.data, qualified_relname(flow->target),
@@ -451,8 +465,7 @@ source_read_whole(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 			appendStringInfo(&sql, "%ss.%s", first ? "" : ", ",
 							 quote_identifier(NameStr(att->attname)));
 		else
-			appendStringInfo(&sql, "%sNULL::%s", first ? "" : ", ",
-							 format_type_with_typemod(att->atttypid, att->atttypmod));
+			appendStringInfo(&sql, "%sNULL::%s", first ? "" : ", ", null_type(att));
 		first = false;
 	}
 	for (i = 0; flow->changes && i < PSEUDO_NCOLUMNS; i++)
@@ -1983,7 +1996,7 @@ source_check(FlowDef *flow)
 
 		foreach(lc, e->field_types)
 		{
-			if (same && TupleDescAttr(desc, i)->atttypid != lfirst_oid(lc))
+			if (same && !type_stored_as(lfirst_oid(lc), TupleDescAttr(desc, i)->atttypid))
 				same = false;
 			i++;
 		}
@@ -1996,7 +2009,7 @@ source_check(FlowDef *flow)
 					 errdetail("A column the sequence reads was retyped; casting it would change the order of events."),
 					 errhint("Change the column back, or drop the flow and create it again.")));
 	}
-	else if (e->typid != flow->seq_type)
+	else if (!type_stored_as(e->typid, flow->seq_type))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("flow \"%s\": its sequence %s now has type %s, not %s",

@@ -11,7 +11,10 @@
  * table with no defaults but its own time column, and given to the
  * target's owner; later ALTER TABLE statements on either run as the flow's
  * owner under a security-restricted operation, because they evaluate the
- * owner's defaults, domain constraints and index expressions.
+ * owner's defaults and index expressions.  Columns taken from a source get
+ * its types with domains flattened to their base types (util.c): a
+ * domain's DEFAULT and CHECK are its owner's code, and the source's owner
+ * may be another role than the flow's.
  *
  *-------------------------------------------------------------------------
  */
@@ -212,16 +215,79 @@ storage_period_range(Oid target, Oid *rangefn, bool *ended_only)
 }
 
 /*
+ * The column a target or hidden state gets for source column s of a flow
+ * of owner's (source srcname): its type with domains flattened; refused
+ * when what is left still carries another role's code (a composite or
+ * range type with a domain inside, which cannot be flattened).
+ */
+ColInfo *
+storage_column_type(const ColInfo *s, Oid owner, const char *srcname)
+{
+	ColInfo    *c = palloc(sizeof(ColInfo));
+	Oid			foreign;
+
+	*c = *s;
+	c->typid = flatten_type(s->typid, &c->typmod);
+	foreign = type_foreign_code(c->typid, owner);
+	if (OidIsValid(foreign))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("column \"%s\" of source \"%s\" has type %s, which carries a domain of role %s",
+						s->name, srcname, format_type_be(s->typid),
+						quote_identifier(GetUserNameFromId(type_owner(foreign), false))),
+				 errdetail("A domain's DEFAULT and CHECK are its owner's code, and would run as the flow's owner. "
+						   "autocdc stores domains as their base types, but cannot inside composite or range types (here %s).",
+						   format_type_be(foreign)),
+				 errhint("Leave the column out of the flow with except_column_list, or give it a type owned by the flow's owner.")));
+	return c;
+}
+
+/*
+ * Refuse an existing target with a column whose type carries code of a role
+ * other than owner's (type_foreign_code): the flow would run it as its
+ * owner at each write.  A domain is to be changed to its base type.
+ */
+static void
+check_target_code(List *tcols, const char *tname, Oid target, Oid owner)
+{
+	ListCell   *lc;
+
+	foreach(lc, tcols)
+	{
+		ColInfo    *t = lfirst(lc);
+		Oid			foreign = type_foreign_code(t->typid, owner);
+		int32		typmod = t->typmod;
+		Oid			flat;
+
+		if (!OidIsValid(foreign))
+			continue;
+		flat = flatten_type(t->typid, &typmod);
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("column \"%s\" of target \"%s\" has type %s, which carries a domain of role %s",
+						t->name, tname, format_type_be(t->typid),
+						quote_identifier(GetUserNameFromId(type_owner(foreign), false))),
+				 errdetail("A flow writes its target as its owner; a domain's DEFAULT and CHECK would run with the owner's privileges."),
+				 flat != t->typid && !OidIsValid(type_foreign_code(flat, owner)) ?
+				 errhint("Change the column to its base type: ALTER TABLE %s ALTER COLUMN %s TYPE %s.",
+						 qualified_relname(target), quote_identifier(t->name),
+						 format_type_with_typemod(flat, typmod)) :
+				 errhint("Give the column a type owned by the flow's owner, or drop it.")));
+	}
+}
+
+/*
  * Create a flow's target (as the caller, in the calling transaction): the
- * selected source columns in source order with their types, typmods and
- * collations, then the kind's period columns and keys, and for kinds with
- * periods the index of the periods (*rangetypname: the range type created
- * for it, or left alone).  Returns its oid.
+ * selected columns of source srcname in source order with their types
+ * (domains flattened), typmods and collations, then the kind's period
+ * columns and keys, and for kinds with periods the index of the periods
+ * (*rangetypname: the range type created for it, or left alone).  Returns
+ * its oid.
  */
 Oid
-storage_create_target(const char *schema, const char *name, List *srccols, List *selected,
-					  const StorageKind *kind, List *keys, Oid seqtype, Oid sysseqtype,
-					  char **rangetypname)
+storage_create_target(const char *schema, const char *name, const char *srcname, List *srccols,
+					  List *selected, const StorageKind *kind, List *keys, Oid seqtype,
+					  Oid sysseqtype, char **rangetypname)
 {
 	StringInfoData sql;
 	ListCell   *lc;
@@ -231,7 +297,7 @@ storage_create_target(const char *schema, const char *name, List *srccols, List 
 	appendStringInfo(&sql, "CREATE TABLE %s (", qname);
 	foreach(lc, selected)
 	{
-		ColInfo    *c = find_column(srccols, lfirst(lc));
+		ColInfo    *c = storage_column_type(find_column(srccols, lfirst(lc)), GetUserId(), srcname);
 
 		appendStringInfo(&sql, "%s, ", column_definition(c->name, c->typid, c->typmod, c->collation));
 	}
@@ -293,10 +359,14 @@ storage_create_state(int target_id, Oid target, Oid seqtype, Oid sysseqtype, Lis
 	restore_user(saved_uid, saved_sec);
 }
 
-/* Does an existing target fit a flow of this kind? Error if not. */
+/*
+ * Does an existing target fit a flow of this kind (of the caller's, over
+ * source srcname)?  A column has its source column's type, or that type
+ * with domains flattened; none carries another role's code.  Error if not.
+ */
 void
-storage_check_target(Oid target, const char *tname, List *srccols, List *selected,
-					 const StorageKind *kind, Oid seqtype, Oid sysseqtype)
+storage_check_target(Oid target, const char *tname, const char *srcname, List *srccols,
+					 List *selected, const StorageKind *kind, Oid seqtype, Oid sysseqtype)
 {
 	List	   *tcols = relation_columns(target);
 	ListCell   *lc;
@@ -315,12 +385,13 @@ storage_check_target(Oid target, const char *tname, List *srccols, List *selecte
 					(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
 					 errmsg("target \"%s\" has no column \"%s\"", tname, s->name),
 					 errhint("Add the column to the target, or leave it out of the flow's column selection.")));
-		if (t->typid != s->typid)
+		if (t->typid != s->typid && t->typid != storage_column_type(s, GetUserId(), srcname)->typid)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
 					 errmsg("column \"%s\" of target \"%s\" has type %s, but the source column has type %s",
 							s->name, tname, format_type_be(t->typid), format_type_be(s->typid))));
 	}
+	check_target_code(tcols, tname, target, GetUserId());
 	for (i = 0; i < kind->nperiods; i++)
 	{
 		ColInfo    *t = find_column(tcols, kind->periods[i]);
@@ -399,14 +470,52 @@ storage_check_owner(FlowDef *flow)
 }
 
 /*
+ * A captured column whose source column s no longer fits target column t
+ * (part of storage_sync_columns, as the flow's owner): a source column
+ * retyped fails the run with a hint to full_refresh, which retypes the
+ * emptied target's and hidden state's columns; a target column that has
+ * the source's very type but carries another role's domain (made before
+ * autocdc flattened domains) is changed to its base type, values kept,
+ * which evaluates no domain code.  Returns whether anything was altered.
+ */
+static bool
+sync_retype(FlowDef *flow, ColInfo *s, ColInfo *t, bool refresh, const char *tname,
+			const char *sname)
+{
+	ColInfo    *n = storage_column_type(s, flow->owner, get_rel_name(flow->source));
+	bool		flatten = t->typid == s->typid;
+	char	   *using = flatten ? "" : " USING NULL";
+	ColInfo    *st;
+
+	if (t->typid == n->typid ||
+		(flatten && !OidIsValid(type_foreign_code(t->typid, flow->owner))))
+		return false;
+	st = find_column(relation_columns(storage_state_relid(flow->target_id)), t->name);
+	if (!refresh && !flatten)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("flow \"%s\": column \"%s\" of source \"%s\" changed type from %s to %s",
+						flow->name, t->name, get_rel_name(flow->source),
+						format_type_be(t->typid), format_type_be(s->typid)),
+				 errhint("Run SELECT autocdc.full_refresh(%s) to re-read the source.", quote_literal_cstr(flow->name))));
+	spi_exec(psprintf("ALTER TABLE %s ALTER COLUMN %s TYPE %s%s", tname, quote_identifier(t->name),
+					  format_type_with_typemod(n->typid, n->typmod), using), SPI_OK_UTILITY);
+	if (st != NULL && st->typid != n->typid)
+		spi_exec(psprintf("ALTER TABLE %s ALTER COLUMN %s TYPE %s%s", sname, quote_identifier(t->name),
+						  format_type_with_typemod(n->typid, n->typmod), using), SPI_OK_UTILITY);
+	return true;
+}
+
+/*
  * Follow source schema changes (semantics §4): a column added to a source whose
  * selection is "all" or "* except" is added to the target and the hidden
  * state; a captured column that was dropped, renamed or retyped fails the
  * run with a hint to full_refresh, which re-resolves the selection (and
- * retypes the emptied target's column).  The ALTER TABLE statements run as
- * the flow's owner under a security-restricted operation (they evaluate
- * defaults, domain constraints and index expressions of the owner's);
- * only the catalog update runs as autocdc.  SPI connected.
+ * retypes the emptied target's column).  New columns get the source's
+ * types with domains flattened (storage_column_type).  The ALTER TABLE
+ * statements run as the flow's owner under a security-restricted operation
+ * (they evaluate the owner's index expressions); only the catalog update
+ * runs as autocdc.  SPI connected.
  */
 void
 storage_sync_columns(FlowDef *flow, bool refresh)
@@ -465,23 +574,8 @@ storage_sync_columns(FlowDef *flow, bool refresh)
 					 errhint("Drop the flow and create it again with the source's new columns.") :
 					 errhint("Run SELECT autocdc.full_refresh(%s) to re-read the source with its new columns.",
 							 quote_literal_cstr(flow->name))));
-		if (s != NULL && t != NULL && s->typid != t->typid)
-		{
-			if (!refresh)
-				ereport(ERROR,
-						(errcode(ERRCODE_DATATYPE_MISMATCH),
-						 errmsg("flow \"%s\": column \"%s\" of source \"%s\" changed type from %s to %s",
-								flow->name, name, get_rel_name(flow->source),
-								format_type_be(t->typid), format_type_be(s->typid)),
-						 errhint("Run SELECT autocdc.full_refresh(%s) to re-read the source.", quote_literal_cstr(flow->name))));
-			spi_exec(psprintf("ALTER TABLE %s ALTER COLUMN %s TYPE %s USING NULL",
-							  tname, quote_identifier(name),
-							  format_type_with_typemod(s->typid, s->typmod)), SPI_OK_UTILITY);
-			spi_exec(psprintf("ALTER TABLE %s ALTER COLUMN %s TYPE %s USING NULL",
-							  sname, quote_identifier(name),
-							  format_type_with_typemod(s->typid, s->typmod)), SPI_OK_UTILITY);
+		if (s != NULL && t != NULL && sync_retype(flow, s, t, refresh, tname, sname))
 			changed = true;
-		}
 	}
 	foreach(lc, selection)
 	{
@@ -490,6 +584,7 @@ storage_sync_columns(FlowDef *flow, bool refresh)
 
 		if (name_in_list(flow->columns, name))
 			continue;
+		s = storage_column_type(s, flow->owner, get_rel_name(flow->source));
 		changed = true;
 		if (find_column(tgt, name) == NULL)
 			spi_exec(psprintf("ALTER TABLE %s ADD COLUMN %s", tname,

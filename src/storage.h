@@ -12,18 +12,21 @@
 
 #include "catalog.h"
 #include "kind.h"
+#include "util.h"
 
 extern char *storage_state_name(int target_id);
 extern Oid	storage_state_relid(int target_id);
 extern bool storage_reserved_column(const char *name);
-extern Oid	storage_create_target(const char *schema, const char *name, List *srccols,
-								  List *selected, const StorageKind *kind, List *keys, Oid seqtype,
-								  Oid sysseqtype, char **rangetypname);
+extern ColInfo *storage_column_type(const ColInfo *s, Oid owner, const char *srcname);
+extern Oid	storage_create_target(const char *schema, const char *name, const char *srcname,
+								  List *srccols, List *selected, const StorageKind *kind,
+								  List *keys, Oid seqtype, Oid sysseqtype, char **rangetypname);
 extern Oid	storage_period_range(Oid target, Oid *rangefn, bool *ended_only);
 extern void storage_create_state(int target_id, Oid target, Oid seqtype, Oid sysseqtype,
 								 List *keys);
-extern void storage_check_target(Oid target, const char *name, List *srccols, List *selected,
-								 const StorageKind *kind, Oid seqtype, Oid sysseqtype);
+extern void storage_check_target(Oid target, const char *name, const char *srcname,
+								 List *srccols, List *selected, const StorageKind *kind,
+								 Oid seqtype, Oid sysseqtype);
 extern void storage_check_owner(FlowDef *flow);
 extern void storage_sync_columns(FlowDef *flow, bool refresh);
 extern List *storage_bulk_begin(Oid relid, int64 nrows, bool hidden);

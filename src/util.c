@@ -472,6 +472,150 @@ type_in_schema(const char *schema, const char *name)
 						   ObjectIdGetDatum(get_namespace_oid(schema, false)));
 }
 
+/*
+ * A column type as autocdc stores it in targets and hidden state: domains
+ * flattened to their base types, also as elements of arrays, so that no
+ * domain's DEFAULT or CHECK (its owner's code) is evaluated when a column
+ * is added or a row written.  *typmod is the column's, and becomes the
+ * domain's when a domain is flattened.  An array of a domain over an array
+ * has no flat form (PostgreSQL has no arrays of arrays): error.
+ */
+Oid
+flatten_type(Oid typid, int32 *typmod)
+{
+	Oid			elem;
+
+	if (get_typtype(typid) == TYPTYPE_DOMAIN)
+	{
+		int32		basemod = -1;
+		Oid			base = getBaseTypeAndTypmod(typid, &basemod);
+
+		*typmod = basemod;
+		return flatten_type(base, typmod);	/* a domain over an array of one */
+	}
+	elem = get_element_type(typid);
+	if (OidIsValid(elem) && get_typtype(elem) == TYPTYPE_DOMAIN)
+	{
+		int32		elemmod = -1;
+		Oid			flat = flatten_type(elem, &elemmod);
+		Oid			array = get_array_type(flat);
+
+		if (!OidIsValid(array))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("type %s cannot be stored without its domain", format_type_be(typid)),
+					 errdetail("autocdc stores domains as their base types, and type %s has no array type.",
+							   format_type_be(flat)),
+					 errhint("Leave the column out of the flow with except_column_list.")));
+		if (*typmod == -1)
+			*typmod = elemmod;
+		return array;
+	}
+	return typid;
+}
+
+/* Is a value of type typid stored as type stored (itself, or flattened)? */
+bool
+type_stored_as(Oid typid, Oid stored)
+{
+	int32		typmod = -1;
+
+	return typid == stored || flatten_type(typid, &typmod) == stored;
+}
+
+/* A type's kind and owner, and the types it is made of (type_foreign_code). */
+static List *
+type_parts(Oid typid, char *typtype, Oid *owner)
+{
+	HeapTuple	tp = SearchSysCache1(TYPEOID, ObjectIdGetDatum(typid));
+	Form_pg_type t;
+	List	   *parts = NIL;
+	Oid			elem = get_element_type(typid);
+
+	if (!HeapTupleIsValid(tp))
+		elog(ERROR, "cache lookup failed for type %u", typid);
+	t = (Form_pg_type) GETSTRUCT(tp);
+	*typtype = t->typtype;
+	*owner = t->typowner;
+	if (t->typtype == TYPTYPE_DOMAIN)
+		parts = list_make1_oid(t->typbasetype);
+	ReleaseSysCache(tp);
+	if (OidIsValid(elem))
+		parts = lappend_oid(parts, elem);
+	else if (*typtype == TYPTYPE_RANGE)
+		parts = lappend_oid(parts, get_range_subtype(typid));
+	else if (*typtype == TYPTYPE_MULTIRANGE)
+		parts = lappend_oid(parts, get_multirange_range(typid));
+	else if (*typtype == TYPTYPE_COMPOSITE)
+	{
+		TupleDesc	desc = lookup_rowtype_tupdesc(typid, -1);
+		int			i;
+
+		for (i = 0; i < desc->natts; i++)
+			if (!TupleDescAttr(desc, i)->attisdropped)
+				parts = lappend_oid(parts, TupleDescAttr(desc, i)->atttypid);
+		ReleaseTupleDesc(desc);
+	}
+	return parts;
+}
+
+/* Is there a domain within a type (itself, its elements, fields or subtype)? */
+static bool
+type_carries_domain(Oid typid)
+{
+	char		typtype;
+	Oid			owner;
+	ListCell   *lc;
+
+	foreach(lc, type_parts(typid, &typtype, &owner))
+		if (type_carries_domain(lfirst_oid(lc)))
+			return true;
+	return typtype == TYPTYPE_DOMAIN;
+}
+
+/*
+ * The first type within typid (itself, its elements, fields, subtype or
+ * base type, recursively) that would run code of a role other than owner
+ * when values are made of it: a domain of another role's, or a composite or
+ * range type of another role's that carries a domain (its owner can change
+ * what is inside).  InvalidOid when there is none.  A superuser's types
+ * count as the owner's: their code could do nothing its owner cannot.
+ */
+Oid
+type_foreign_code(Oid typid, Oid owner)
+{
+	char		typtype;
+	Oid			typowner;
+	List	   *parts = type_parts(typid, &typtype, &typowner);
+	ListCell   *lc;
+	bool		foreign = typowner != owner && !superuser_arg(typowner);
+
+	if (foreign && typtype == TYPTYPE_DOMAIN)
+		return typid;
+	if (foreign && (typtype == TYPTYPE_COMPOSITE || typtype == TYPTYPE_RANGE ||
+					typtype == TYPTYPE_MULTIRANGE) && type_carries_domain(typid))
+		return typid;
+	foreach(lc, parts)
+	{
+		Oid			inner = type_foreign_code(lfirst_oid(lc), owner);
+
+		if (OidIsValid(inner))
+			return inner;
+	}
+	return InvalidOid;
+}
+
+/* The owner of a type. */
+Oid
+type_owner(Oid typid)
+{
+	char		typtype;
+	Oid			owner;
+
+	(void) type_parts(typid, &typtype, &owner);
+	return owner;
+}
+
 /* Has the type a default btree ordering? */
 bool
 type_is_orderable(Oid typid)

@@ -62,6 +62,10 @@ extern ColInfo *find_column(List *cols, const char *name);
 extern char *column_definition(const char *name, Oid typid, int32 typmod, Oid collation);
 extern Oid	type_in_schema(const char *schema, const char *name);
 extern bool type_is_orderable(Oid typid);
+extern Oid	flatten_type(Oid typid, int32 *typmod);
+extern bool type_stored_as(Oid typid, Oid stored);
+extern Oid	type_foreign_code(Oid typid, Oid owner);
+extern Oid	type_owner(Oid typid);
 extern char *equality_operator(Oid typid);
 
 #endif							/* AUTOCDC_UTIL_H */

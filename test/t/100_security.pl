@@ -4,7 +4,9 @@
 # sync (ADD COLUMN of a domain with a DEFAULT, ALTER COLUMN TYPE to a domain
 # with a CHECK, indexes over the owner's functions) through run_flow - also
 # when a superuser calls it -, through the worker and through full_refresh;
-# a target given away to another role stops the flow with a hint.
+# a target given away to another role stops the flow with a hint.  (Targets
+# take domains as their base types, so schema sync no longer evaluates the
+# domains' code at all: 170_foreign_code.pl.)
 
 use strict;
 use warnings;
@@ -48,7 +50,7 @@ $node->safe_psql('postgres', q{
 		RETURN v;
 	END $$;
 	CREATE DOMAIN alice.dint AS int DEFAULT alice.grab('domain default');
-	CREATE DOMAIN alice.dchk AS int CHECK (alice.check_it(VALUE));
+	CREATE DOMAIN alice.dchk AS bigint CHECK (alice.check_it(VALUE::int));
 });
 
 # nobody but alice ran alice's code, and alice is no superuser
@@ -59,8 +61,8 @@ sub check_seen
 			SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = 'alice'}),
 		'f', "$what: alice gained no privilege");
 	is( $node->safe_psql('postgres', q{
-			SELECT coalesce(string_agg(DISTINCT who, ','), '') FROM alice.seen}),
-		'alice', "$what: alice's functions ran as alice only");
+			SELECT coalesce(string_agg(DISTINCT who, ','), '') FROM alice.seen WHERE who <> 'alice'}),
+		'', "$what: alice's functions ran as alice only");
 	cmp_ok($node->safe_psql('postgres', q{SELECT count(*) FROM alice.seen}),
 		'>=', $min, "$what: the trap was sprung");
 	$node->safe_psql('postgres', 'TRUNCATE alice.seen');
@@ -84,8 +86,9 @@ alice(q{
 	INSERT INTO alice.feed1 VALUES (3, 'c', 1, 7);
 	SELECT * FROM autocdc.run_flow('t1');
 });
+# the target's column has the base type: its existing rows stay NULL
 is($node->safe_psql('postgres', 'SELECT id, v, extra FROM alice.t1 ORDER BY id'),
-	"1|a|1\n2|b|1\n3|c|7", 'run_flow added the column to the target');
+	"1|a|\n2|b|\n3|c|7", 'run_flow added the column to the target');
 check_seen('run_flow, ADD COLUMN of a domain with a default', 2);
 
 # a superuser running alice's flow runs it as alice
@@ -96,7 +99,7 @@ $node->safe_psql('postgres', q{
 	RESET ROLE;
 	SELECT * FROM autocdc.run_flow('t1');
 });
-is($node->safe_psql('postgres', 'SELECT count(*) FROM alice.t1 WHERE extra2 IS NOT NULL'), '4',
+is($node->safe_psql('postgres', 'SELECT count(*) FROM alice.t1 WHERE extra2 IS NOT NULL'), '1',
 	'a superuser ran the flow');
 check_seen('run_flow by a superuser', 2);
 
@@ -131,9 +134,9 @@ like($err, qr/column "n" of source "feed3" changed type from integer to alice\.d
 like($err, qr/full_refresh/, '... with the hint to refresh');
 alice(q{SELECT * FROM autocdc.full_refresh('t3')});
 is($node->safe_psql('postgres', q{SELECT format_type(atttypid, atttypmod) FROM pg_attribute
-	WHERE attrelid = 'alice.t3'::regclass AND attname = 'n'}), 'alice.dchk',
-	'full_refresh retyped the target column');
-check_seen('full_refresh, ALTER COLUMN TYPE to a domain with a check', 1);
+	WHERE attrelid = 'alice.t3'::regclass AND attname = 'n'}), 'bigint',
+	'full_refresh retyped the target column (to the base type)');
+check_seen('full_refresh, ALTER COLUMN TYPE to a domain with a check', 0);
 
 # the same through the worker: a refresh-free retype fails the flow, visibly
 alice(q{
@@ -153,7 +156,7 @@ ok( $node->poll_query_until('postgres', q{
 alice(q{SELECT * FROM autocdc.full_refresh('t4')});
 ok($node->poll_query_until('postgres', q{SELECT count(*) = 2 FROM alice.t4}),
 	'after full_refresh the worker goes on');
-check_seen('full_refresh of a worker flow', 1);
+check_seen('full_refresh of a worker flow', 0);
 
 # --- a target given away stops the flow ---------------------------------------
 $node->safe_psql('postgres', q{ALTER TABLE alice.t1 OWNER TO bob});
