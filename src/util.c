@@ -11,9 +11,12 @@
 
 #include "access/htup_details.h"
 #include "access/relation.h"
+#include "access/tupdesc_details.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -22,6 +25,7 @@
 #include "parser/scansup.h"
 #include "tcop/pquery.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
@@ -404,6 +408,97 @@ relation_columns(Oid relid)
 	}
 	relation_close(rel, AccessShareLock);
 	return result;
+}
+
+/*
+ * The value PostgreSQL stores for the rows of relid that predate column
+ * colname (pg_attribute.attmissingval, set by ADD COLUMN with a
+ * non-volatile default), copied into *value: for a partitioned relid, the
+ * value its leaves store (a leaf that stores none has no rows older than
+ * the column, or holds the value in them).  MISSING_CONFLICT: leaves store
+ * different values.
+ */
+MissingValue
+relation_missing_value(Oid relid, const char *colname, Datum *value)
+{
+	List	   *rels = get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE ?
+		find_all_inheritors(relid, NoLock, NULL) : list_make1_oid(relid);
+	MissingValue result = MISSING_NONE;
+	ListCell   *lc;
+
+	foreach(lc, rels)
+	{
+		Relation	rel;
+		TupleDesc	desc;
+		AttrNumber	att = get_attnum(lfirst_oid(lc), colname);
+		Form_pg_attribute form;
+
+		if (get_rel_relkind(lfirst_oid(lc)) != RELKIND_RELATION || att <= 0)
+			continue;
+		rel = relation_open(lfirst_oid(lc), AccessShareLock);
+		desc = RelationGetDescr(rel);
+		form = TupleDescAttr(desc, att - 1);
+		if (desc->constr && desc->constr->missing &&
+			desc->constr->missing[att - 1].am_present)
+		{
+			Datum		v = desc->constr->missing[att - 1].am_value;
+
+			if (result == MISSING_NONE)
+			{
+				*value = datumCopy(v, form->attbyval, form->attlen);
+				result = MISSING_VALUE;
+			}
+			else if (!datumIsEqual(*value, v, form->attbyval, form->attlen))
+				result = MISSING_CONFLICT;
+		}
+		relation_close(rel, AccessShareLock);
+		if (result == MISSING_CONFLICT)
+			break;
+	}
+	return result;
+}
+
+/*
+ * Does relid have a unique, immediate (not deferrable), valid, non-partial
+ * index whose columns (no expressions) are all among keys?  Then a key
+ * names at most one of its rows.
+ */
+bool
+relation_has_unique_key_index(Oid relid, List *keys)
+{
+	Relation	rel = relation_open(relid, AccessShareLock);
+	List	   *indexes = RelationGetIndexList(rel);
+	bool		found = false;
+	ListCell   *lc;
+
+	foreach(lc, indexes)
+	{
+		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
+		Form_pg_index ix;
+		bool		ok;
+		int			i;
+
+		if (!HeapTupleIsValid(tup))
+			elog(ERROR, "cache lookup failed for index %u", lfirst_oid(lc));
+		ix = (Form_pg_index) GETSTRUCT(tup);
+		ok = ix->indisunique && ix->indimmediate && ix->indisvalid &&
+			heap_attisnull(tup, Anum_pg_index_indpred, NULL);
+		for (i = 0; ok && i < ix->indnkeyatts; i++)
+		{
+			AttrNumber	att = ix->indkey.values[i];
+
+			ok = att > 0 && name_in_list(keys, get_attname(relid, att, false));
+		}
+		ReleaseSysCache(tup);
+		if (ok)
+		{
+			found = true;
+			break;
+		}
+	}
+	list_free(indexes);
+	relation_close(rel, AccessShareLock);
+	return found;
 }
 
 /* The owner of a relation. */
