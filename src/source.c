@@ -1654,21 +1654,16 @@ flow_reads(FlowDef *flow, TupleDesc desc)
 static void
 flow_missing_values(FeedCapture *fc)
 {
-	int			i,
-				pos = 0;
+	List	   *names = NIL;
+	int			i;
 
-	fc->missing = palloc0(sizeof(MissingValue) * fc->feeddesc->natts);
-	fc->missing_value = palloc0(sizeof(Datum) * fc->feeddesc->natts);
 	for (i = 0; i < fc->feeddesc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(fc->feeddesc, i);
-
-		if (att->attisdropped)
-			continue;
-		fc->missing[pos] = relation_missing_value(fc->c->flow->source, NameStr(att->attname),
-												  &fc->missing_value[pos]);
-		pos++;
-	}
+		if (!TupleDescAttr(fc->feeddesc, i)->attisdropped)
+			names = lappend(names, NameStr(TupleDescAttr(fc->feeddesc, i)->attname));
+	fc->missing = palloc(sizeof(MissingValue) * (list_length(names) + 1));
+	fc->missing_value = palloc0(sizeof(Datum) * (list_length(names) + 1));
+	relation_missing_values(fc->c->flow->source, names, fc->missing, fc->missing_value);
+	list_free(names);
 }
 
 /* Open a flow's feed for a pass. */

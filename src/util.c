@@ -411,51 +411,69 @@ relation_columns(Oid relid)
 }
 
 /*
- * The value PostgreSQL stores for the rows of relid that predate column
- * colname (pg_attribute.attmissingval, set by ADD COLUMN with a
- * non-volatile default), copied into *value: for a partitioned relid, the
- * value its leaves store (a leaf that stores none has no rows older than
- * the column, or holds the value in them).  MISSING_CONFLICT: leaves store
- * different values.
+ * The values PostgreSQL stores for the rows of relid that predate its
+ * columns names (pg_attribute.attmissingval, set by ADD COLUMN with a
+ * non-volatile default): found[i] says what column i has, and values[i]
+ * holds a copy of its value.  For a partitioned relid, the value its
+ * leaves store (a leaf that stores none has no rows older than the
+ * column, or holds the value in them); MISSING_CONFLICT: leaves store
+ * different values.  A leaf without stored values costs one relcache
+ * lookup.
  */
-MissingValue
-relation_missing_value(Oid relid, const char *colname, Datum *value)
+void
+relation_missing_values(Oid relid, List *names, MissingValue *found, Datum *values)
 {
 	List	   *rels = get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE ?
 		find_all_inheritors(relid, NoLock, NULL) : list_make1_oid(relid);
-	MissingValue result = MISSING_NONE;
 	ListCell   *lc;
 
+	memset(found, 0, sizeof(MissingValue) * list_length(names));	/* MISSING_NONE */
 	foreach(lc, rels)
 	{
 		Relation	rel;
 		TupleDesc	desc;
-		AttrNumber	att = get_attnum(lfirst_oid(lc), colname);
-		Form_pg_attribute form;
+		ListCell   *nc;
+		int			i = 0;
 
-		if (get_rel_relkind(lfirst_oid(lc)) != RELKIND_RELATION || att <= 0)
+		if (get_rel_relkind(lfirst_oid(lc)) != RELKIND_RELATION)
 			continue;
 		rel = relation_open(lfirst_oid(lc), AccessShareLock);
 		desc = RelationGetDescr(rel);
-		form = TupleDescAttr(desc, att - 1);
-		if (desc->constr && desc->constr->missing &&
-			desc->constr->missing[att - 1].am_present)
+		foreach(nc, names)
 		{
-			Datum		v = desc->constr->missing[att - 1].am_value;
+			AttrNumber	att;
+			Form_pg_attribute form;
+			Datum		v;
 
-			if (result == MISSING_NONE)
+			i++;
+			if (desc->constr == NULL || desc->constr->missing == NULL)
+				break;
+			att = get_attnum(lfirst_oid(lc), lfirst(nc));
+			if (att <= 0 || !desc->constr->missing[att - 1].am_present)
+				continue;
+			form = TupleDescAttr(desc, att - 1);
+			v = desc->constr->missing[att - 1].am_value;
+			if (found[i - 1] == MISSING_NONE)
 			{
-				*value = datumCopy(v, form->attbyval, form->attlen);
-				result = MISSING_VALUE;
+				values[i - 1] = datumCopy(v, form->attbyval, form->attlen);
+				found[i - 1] = MISSING_VALUE;
 			}
-			else if (!datumIsEqual(*value, v, form->attbyval, form->attlen))
-				result = MISSING_CONFLICT;
+			else if (found[i - 1] == MISSING_VALUE &&
+					 !datumIsEqual(values[i - 1], v, form->attbyval, form->attlen))
+				found[i - 1] = MISSING_CONFLICT;
 		}
 		relation_close(rel, AccessShareLock);
-		if (result == MISSING_CONFLICT)
-			break;
 	}
-	return result;
+}
+
+/* relation_missing_values of one column: what it found, the value in *value. */
+MissingValue
+relation_missing_value(Oid relid, const char *colname, Datum *value)
+{
+	MissingValue found;
+
+	relation_missing_values(relid, list_make1(pstrdup(colname)), &found, value);
+	return found;
 }
 
 /*

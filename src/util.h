@@ -68,6 +68,8 @@ typedef enum MissingValue
 	MISSING_CONFLICT			/* partitions store different values */
 } MissingValue;
 
+extern void relation_missing_values(Oid relid, List *names, MissingValue *found,
+									Datum *values);
 extern MissingValue relation_missing_value(Oid relid, const char *colname, Datum *value);
 extern bool relation_has_unique_key_index(Oid relid, List *keys);
 extern char *column_definition(const char *name, Oid typid, int32 typmod, Oid collation);
