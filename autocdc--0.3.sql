@@ -370,7 +370,13 @@ CREATE VIEW autocdc.flows AS
 SELECT f.name,
 	   f.owner,
 	   f.kind,
-	   f.source_text AS source,
+	   -- a change flow's source by its current name (RENAME, SET SCHEMA)
+	   CASE WHEN f.kind = 'cdc' AND f.source IS NOT NULL
+			THEN CASE WHEN f.source_kind = 'changes'
+					  THEN 'changes(' || f.source::pg_catalog.text || ')'
+					  ELSE f.source::pg_catalog.text END
+			ELSE f.source_text
+	   END AS source,
 	   t.relid AS target,
 	   f.scd_type,
 	   f.continuous,

@@ -36,16 +36,20 @@ SELECT rolsuper, rolreplication, rolbypassrls FROM pg_roles WHERE rolname = 'reg
 GRANT CREATE ON SCHEMA public TO regress_r_owner;
 CREATE TABLE r_log (who name, what text);
 GRANT INSERT ON r_log TO regress_r_owner;
--- a sequence function that logs who evaluates it
-CREATE FUNCTION r_seq_logged(s int) RETURNS int LANGUAGE plpgsql AS $f$
+-- a sequence function that logs who evaluates it (a sequence must not be
+-- volatile: it is STABLE, and logs through a volatile function it calls)
+CREATE FUNCTION r_log_write(what text) RETURNS void LANGUAGE sql AS $f$
+	INSERT INTO public.r_log VALUES (current_user, what)
+$f$;
+CREATE FUNCTION r_seq_logged(s int) RETURNS int LANGUAGE plpgsql STABLE AS $f$
 BEGIN
-	INSERT INTO public.r_log VALUES (current_user, 'sequence');
+	PERFORM public.r_log_write('sequence');
 	RETURN s;
 END
 $f$;
 -- one that reads a table the owner may not read
 CREATE TABLE r_secret (n int);
-CREATE FUNCTION r_seq_secret(s int) RETURNS int LANGUAGE plpgsql AS $f$
+CREATE FUNCTION r_seq_secret(s int) RETURNS int LANGUAGE plpgsql STABLE AS $f$
 BEGIN
 	RETURN s + (SELECT count(*) FROM public.r_secret);
 END
@@ -463,7 +467,7 @@ DROP ROLE regress_r_other;
 -- clean up
 SELECT autocdc.drop_flow('r_own', true);
 DROP TABLE r_feed, r_fr_feed, r_a_feed, r_b_feed, r_own_feed, r_log, r_secret;
-DROP FUNCTION r_seq_logged(int), r_seq_secret(int), r_cond_temp(text);
+DROP FUNCTION r_seq_logged(int), r_log_write(text), r_seq_secret(int), r_cond_temp(text);
 REVOKE CREATE ON SCHEMA public FROM regress_r_owner;
 DROP ROLE regress_r_owner;
 SELECT count(*) AS flows_left FROM autocdc.flows WHERE name LIKE 'r\_%';

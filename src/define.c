@@ -54,7 +54,8 @@ typedef struct Definition
 	bool		changes;		/* changes(source): its row changes are the events */
 	/* source */
 	Oid			source;
-	char	   *srcname;
+	char	   *srctext;		/* as written, without stream() or changes() */
+	char	   *srcname;		/* for messages: [schema.]name, unquoted */
 	List	   *srccols;
 	/* columns */
 	List	   *keys;
@@ -88,13 +89,27 @@ typedef struct Definition
 	bool		target_known;	/* another flow writes it already */
 } Definition;
 
-/* Strip stream(...) around a source; note changes(...). */
+/* Error: a source text that nests stream() or changes(). */
+static void
+refuse_nested_source(const char *source)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid source \"%s\": stream() and changes() may each be given once", source),
+			 errhint("Give a table, stream(table), changes(table) or stream(changes(table)).")));
+}
+
+/*
+ * Strip stream(...) around a source; note changes(...).  Each may be given
+ * once, stream() outside: x, stream(x), changes(x), stream(changes(x)).
+ */
 static char *
 parse_source_text(const char *source, bool *is_changes)
 {
 	char	   *s = pstrdup(source);
 	char	   *end;
 	bool		again = true;
+	bool		streamed = false;
 
 	*is_changes = false;
 	while (again)
@@ -113,9 +128,12 @@ parse_source_text(const char *source, bool *is_changes)
 				p++;
 			if (*p == '(' && end[-1] == ')')
 			{
+				if (streamed || *is_changes)
+					refuse_nested_source(source);
 				end[-1] = '\0';
 				s = p + 1;
 				again = true;
+				streamed = true;
 				continue;
 			}
 		}
@@ -127,6 +145,8 @@ parse_source_text(const char *source, bool *is_changes)
 				p++;
 			if (*p == '(' && end[-1] == ')')
 			{
+				if (*is_changes)
+					refuse_nested_source(source);
 				end[-1] = '\0';
 				s = p + 1;
 				*is_changes = true;
@@ -347,6 +367,14 @@ def_sequence_expr(Definition *d, const char *text, const char *what, const char 
 				 strcmp(option, "sequence_by") == 0 ?
 				 errhint("Leave sequence_by out (it defaults to _commit_timestamp), or give _commit_lsn.") :
 				 errhint("Give %s => '_commit_timestamp' or '_commit_lsn'.", option)));
+	if (e->is_volatile)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the %s of a flow cannot call volatile functions", what),
+				 errdetail("A volatile expression such as random() or clock_timestamp() can give another value each time it is evaluated, so it cannot order events."),
+				 d->changes ?
+				 errhint("Give %s => '_commit_timestamp' or '_commit_lsn'.", option) :
+				 errhint("Sequence by a column of the source, or by an expression of immutable or stable functions.")));
 	if (e->field_names == NIL && !type_is_orderable(e->typid))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_FUNCTION),
@@ -365,15 +393,19 @@ def_sequence_expr(Definition *d, const char *text, const char *what, const char 
 static void
 def_source(Definition *d)
 {
-	d->srcname = parse_source_text(d->spec->source, &d->changes);
+	RangeVar   *rv;
+
+	d->srctext = parse_source_text(d->spec->source, &d->changes);
 	if (d->changes && d->reads_once)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("a changes() source cannot be read %s",
 						d->spec->kind == FLOW_SNAPSHOT ? "by a snapshot flow" : "once"),
 				 errhint("changes() follows a table's changes from the WAL; to read what the table holds, give the table itself: source => '%s'.",
-						 d->srcname)));
-	d->source = resolve_relation(d->srcname, NULL);
+						 d->srctext)));
+	d->source = resolve_relation(d->srctext, &rv);
+	/* messages quote the name: as PostgreSQL shows a RangeVar */
+	d->srcname = rv->schemaname ? psprintf("%s.%s", rv->schemaname, rv->relname) : rv->relname;
 	if (!OidIsValid(d->source))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
@@ -415,7 +447,7 @@ def_check_source(Definition *d)
 					(errmsg("source \"%s\" has a primary key: the flow applies the rows inserted into it, not their updates or deletes",
 							d->srcname),
 					 errhint("A feed holds one row per change. Updates and deletes of its rows are counted in autocdc.flows (num_ignored_updates, num_ignored_deletes); to follow the table's updates and deletes, give source => 'changes(%s)'.",
-							 d->srcname)));
+							 d->srctext)));
 	}
 }
 
@@ -573,22 +605,6 @@ index_columns(Oid indexoid, Form_pg_index *form, HeapTuple *tup)
 	return cols;
 }
 
-/* Are all the columns (attribute numbers) among the keys? */
-static bool
-columns_among_keys(Oid relid, List *cols, List *keys)
-{
-	ListCell   *lc;
-
-	foreach(lc, cols)
-	{
-		AttrNumber	att = lfirst_int(lc);
-
-		if (att <= 0 || !name_in_list(keys, get_attname(relid, att, false)))
-			return false;
-	}
-	return true;
-}
-
 /*
  * A changes() flow's check of one table that holds the source's rows (the
  * source, or a leaf partition of it): every key column in the replica
@@ -655,24 +671,10 @@ def_changes_keys(Definition *d)
 {
 	Relation	rel = relation_open(d->source, AccessShareLock);
 	TupleDesc	desc = RelationGetDescr(rel);
-	List	   *indexes = RelationGetIndexList(rel);
-	bool		unique = false;
 	ListCell   *lc;
 	char	   *qname = qualified_relname(d->source);
 
-	foreach(lc, indexes)
-	{
-		Form_pg_index ix;
-		HeapTuple	tup;
-		List	   *cols = index_columns(lfirst_oid(lc), &ix, &tup);
-
-		if (ix->indisunique && ix->indimmediate && ix->indisvalid &&
-			heap_attisnull(tup, Anum_pg_index_indpred, NULL) &&
-			columns_among_keys(d->source, cols, d->keys))
-			unique = true;
-		ReleaseSysCache(tup);
-	}
-	if (!unique)
+	if (!relation_has_unique_key_index(d->source, d->keys))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("source \"%s\" has no unique index on the flow's keys", d->srcname),
@@ -1111,7 +1113,7 @@ def_flowdef(Definition *d)
 	f->kind = d->spec->kind;
 	f->source = d->source;
 	/* as written, without stream() */
-	f->source_text = d->changes ? psprintf("changes(%s)", d->srcname) : pstrdup(d->srcname);
+	f->source_text = d->changes ? psprintf("changes(%s)", d->srctext) : pstrdup(d->srctext);
 	f->changes = d->changes;
 	f->once = d->spec->once;
 	f->target_id = d->tdef.id;
@@ -1346,7 +1348,8 @@ define_snapshot_target(FlowDef *flow, Oid snapshot, Oid vtype)
 	d.reads_once = true;
 	def_kind(&d);
 	d.source = snapshot;
-	d.srcname = qualified_relname(snapshot);
+	d.srcname = psprintf("%s.%s", get_namespace_name(get_rel_namespace(snapshot)),
+						 get_rel_name(snapshot));
 	def_check_source(&d);
 	def_columns(&d);
 	/* the tracking lists the flow was created with */

@@ -154,6 +154,7 @@ expr_analyze(Oid source, bool pseudo, const char *expr, const char *what)
 	info->typmod = exprTypmod(node);
 	info->collation = exprCollation(node);
 	info->reads_source = bms_is_member(1, pull_varnos(NULL, node));
+	info->is_volatile = contain_volatile_functions(node);
 	{
 		Bitmapset  *attnos = NULL;
 		int			k = -1;

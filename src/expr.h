@@ -21,6 +21,7 @@ typedef struct ExprInfo
 	bool		reads_source;	/* reads a column of the source (not only
 								 * pseudo-columns) */
 	List	   *source_columns; /* the names of the source columns it reads */
+	bool		is_volatile;	/* calls a volatile function */
 	List	   *field_names;	/* for ROW(...): field names */
 	List	   *field_types;	/* for ROW(...): Oids */
 	List	   *field_typmods;

@@ -104,6 +104,10 @@ typedef struct DecodedRel
 								 * it */
 	bool	   *identity_ok;	/* per changes() flow: the table's replica
 								 * identity (as of the change) holds its keys */
+	bool	   *rewritten;		/* a table an ALTER TABLE rewrites into (its
+								 * new file): per changes() flow, whether it
+								 * is the flow's source or a leaf of it;
+								 * NULL: an ordinary table */
 } DecodedRel;
 
 typedef struct SourceKind SourceKind;
@@ -127,6 +131,9 @@ typedef struct FeedCapture
 	int		   *keypos;			/* batch data positions of the keys */
 	bool	   *reads;			/* per batch data position: a column the flow
 								 * selects or its expressions read */
+	MissingValue *missing;		/* changes(): per batch data position, the
+								 * value rows older than the column read */
+	Datum	   *missing_value;
 	TimestampTz last_ts;		/* changes(): the last _commit_timestamp given */
 	TimestampTz txn_ts;			/* and the current transaction's, 0: none yet */
 	bool		partitioned;	/* changes() of a partitioned table */
@@ -880,6 +887,32 @@ identity_holds_keys(Relation rel, FeedCapture *fc)
 }
 
 /*
+ * The decoded table is the new file an ALTER TABLE rewrites table of into
+ * (ADD COLUMN with a volatile default, ALTER COLUMN TYPE, SET LOGGED...):
+ * note the changes() flows that read it.  PostgreSQL logs the rewrite as
+ * inserts into that file and no row changes of the table: the rows' new
+ * values cannot be told from the WAL.
+ */
+static void
+decode_rewrite(DecodeState *st, DecodedRel *dr, Oid of)
+{
+	List	   *ancestors = get_rel_relispartition(of) ? get_partition_ancestors(of) : NIL;
+	ListCell   *fl;
+	int			k = 0;
+
+	dr->rewritten = MemoryContextAllocZero(st->relcxt, sizeof(bool) * st->nfeeds);
+	foreach(fl, st->feeds)
+	{
+		FlowDef    *flow = ((FeedCapture *) lfirst(fl))->c->flow;
+
+		if (flow->changes && (flow->source == of || list_member_oid(ancestors, flow->source)))
+			dr->rewritten[k] = dr->wanted = true;
+		k++;
+	}
+	list_free(ancestors);
+}
+
+/*
  * How the decoded table rel (its columns as of the decoded transaction)
  * maps onto each flow's feed: the feed itself, or a partition of it, by
  * column name.  A column whose type changed stops that flow's capture: its
@@ -904,6 +937,12 @@ decode_rel(DecodeState *st, Relation rel)
 	dr->wanted = false;
 	dr->maps = MemoryContextAllocZero(st->relcxt, sizeof(int *) * st->nfeeds);
 	dr->identity_ok = MemoryContextAllocZero(st->relcxt, sizeof(bool) * st->nfeeds);
+	dr->rewritten = NULL;
+	if (OidIsValid(rel->rd_rel->relrewrite))
+	{
+		decode_rewrite(st, dr, rel->rd_rel->relrewrite);
+		return dr;
+	}
 	if (rel->rd_rel->relispartition)
 		ancestors = get_partition_ancestors(relid);
 	foreach(fl, st->feeds)
@@ -1084,6 +1123,30 @@ capture_untold(FeedCapture *fc, char *message, char *hint)
 }
 
 /*
+ * A column the table did not have yet when a row of a changes() source
+ * changed (batch data position i): an ADD COLUMN since then gave the row
+ * the value PostgreSQL stores for older rows (NULL when none).  False, and
+ * the flow needs a resync, when its partitions store different values.
+ */
+static bool
+missing_value(DecodedChange *ch, FeedCapture *fc, int i, Datum *value, bool *isnull)
+{
+	if (fc->missing[i] == MISSING_CONFLICT)
+	{
+		capture_untold(fc,
+					   psprintf("flow \"%s\": the partitions of source \"%s\" give rows older than column \"%s\" different values",
+								fc->c->flow->name, get_rel_name(fc->c->flow->source),
+								NameStr(TupleDescAttr(fc->c->batchdesc, BATCH_DATA + i)->attname)),
+					   psprintf("Run SELECT autocdc.full_refresh(%s): it reads the table again and keeps the history.",
+								quote_literal_cstr(fc->c->flow->name)));
+		return false;
+	}
+	*isnull = fc->missing[i] != MISSING_VALUE;
+	*value = *isnull ? (Datum) 0 : fc->missing_value[i];
+	return true;
+}
+
+/*
  * Put one event into a flow's batch: the decoded row (decoded layout; NULL:
  * every column NULL, and map is not read) mapped onto the batch's columns
  * by map, at the next position of the transaction, and for a changes()
@@ -1104,6 +1167,7 @@ emit_event(DecodedChange *ch, FeedCapture *fc, int *map, Datum *dv, bool *dn,
 	Datum	   *values = palloc(sizeof(Datum) * bdesc->natts);
 	bool	   *nulls = palloc(sizeof(bool) * bdesc->natts);
 	bool		upsert = pseudo && fc->c->notes != NULL && dv != NULL && dv == ch->nvalues;
+	bool		newrow = pseudo && dv != NULL && dv == ch->nvalues;
 	Bitmapset  *whole = NULL;
 	Bitmapset  *unchanged = NULL;
 	bool		pointers = false;
@@ -1118,6 +1182,11 @@ emit_event(DecodedChange *ch, FeedCapture *fc, int *map, Datum *dv, bool *dn,
 
 		values[BATCH_DATA + i] = (dv == NULL || h < 0) ? (Datum) 0 : dv[h];
 		nulls[BATCH_DATA + i] = (dv == NULL || h < 0) ? true : dn[h];
+		if (newrow && h < 0 && !missing_value(ch, fc, i, &values[BATCH_DATA + i],
+											  &nulls[BATCH_DATA + i]))
+			return;
+		if (h < 0)
+			continue;
 		if (nulls[BATCH_DATA + i] || TupleDescAttr(ch->desc, h)->attlen != -1)
 			continue;
 		if (!VARATT_IS_EXTERNAL_ONDISK(DatumGetPointer(values[BATCH_DATA + i])))
@@ -1357,6 +1426,36 @@ static const SourceKind changes_source = {
 };
 
 /*
+ * A row written by an ALTER TABLE that rewrites a changes() source (or a
+ * leaf of it): the flows that keep the transaction need a resync.
+ */
+static void
+rewrite_untold(DecodeState *st, DecodedRel *dr, Relation relation)
+{
+	ListCell   *fl;
+	int			k = 0;
+
+	foreach(fl, st->feeds)
+	{
+		FeedCapture *fc = lfirst(fl);
+		FlowDef    *flow = fc->c->flow;
+		Oid			of = relation->rd_rel->relrewrite;
+
+		if (dr->rewritten[k++] && fc->keep && !fc->skip && fc->c->error == NULL)
+			capture_untold(fc,
+						   psprintf("flow \"%s\": %s was rewritten by an ALTER TABLE at %X/%X, which changes rows without logging their changes",
+									flow->name,
+									of == flow->source ?
+									psprintf("source \"%s\"", get_rel_name(of)) :
+									psprintf("partition \"%s\" of source \"%s\"",
+											 get_rel_name(of), get_rel_name(flow->source)),
+									LSN_FORMAT_ARGS(st->commit_lsn)),
+						   psprintf("Run SELECT autocdc.full_refresh(%s): it reads the table again and keeps the history.",
+									quote_literal_cstr(flow->name)));
+	}
+}
+
+/*
  * Hand one decoded change of relation to the flows that keep its
  * transaction and read the relation, each by the kind of its source.
  */
@@ -1372,6 +1471,11 @@ dispatch_change(DecodeState *st, Relation relation, ReorderBufferChangeType acti
 
 	if (!dr->wanted)
 		return;
+	if (dr->rewritten != NULL)
+	{
+		rewrite_untold(st, dr, relation);
+		return;
+	}
 	memset(&ch, 0, sizeof(ch));
 	ch.st = st;
 	ch.rel = relation;
@@ -1556,6 +1660,25 @@ flow_reads(FlowDef *flow, TupleDesc desc)
 	return reads;
 }
 
+/*
+ * The values PostgreSQL stores for the rows of a changes() source older
+ * than each of its columns (see missing_value), as the catalog is now.
+ */
+static void
+flow_missing_values(FeedCapture *fc)
+{
+	List	   *names = NIL;
+	int			i;
+
+	for (i = 0; i < fc->feeddesc->natts; i++)
+		if (!TupleDescAttr(fc->feeddesc, i)->attisdropped)
+			names = lappend(names, NameStr(TupleDescAttr(fc->feeddesc, i)->attname));
+	fc->missing = palloc(sizeof(MissingValue) * (list_length(names) + 1));
+	fc->missing_value = palloc0(sizeof(Datum) * (list_length(names) + 1));
+	relation_missing_values(fc->c->flow->source, names, fc->missing, fc->missing_value);
+	list_free(names);
+}
+
 /* Open a flow's feed for a pass. */
 static FeedCapture *
 feed_capture_open(Capture *c)
@@ -1573,6 +1696,8 @@ feed_capture_open(Capture *c)
 		fc->feed->rd_rel->relkind == RELKIND_PARTITIONED_TABLE;
 	fc->last_ts = c->flow->progress_ts;
 	fc->reads = flow_reads(c->flow, fc->feeddesc);
+	if (c->flow->changes)
+		flow_missing_values(fc);
 	fc->keypos = palloc(sizeof(int) * list_length(c->flow->keys));
 	foreach(lc, c->flow->keys)
 	{
@@ -1753,6 +1878,8 @@ source_capture_flows(List *captures, const char *slot, int64 max_events,
 											   .segment_close = wal_segment_close),
 									decode_prepare_write, decode_write, NULL);
 		ctx->output_writer_private = &st;
+		/* the rows an ALTER TABLE rewrites a source into (decode_rewrite) */
+		ctx->reorder->output_rewrites = true;
 		plugin_filter_by_origin = ctx->callbacks.filter_by_origin_cb;
 		ctx->callbacks.filter_by_origin_cb = filter_by_origin;
 
@@ -1931,9 +2058,11 @@ check_condition(FlowDef *flow, const char *expr, const char *what)
  * What a run checks of a change flow's source, because nothing may be
  * skipped or misread silently: it is still a logged table in every leaf
  * (an unlogged one writes no WAL for its inserts, so decoding never sees
- * them); row-level security does not apply to the owner (decoded rows are
- * not filtered by policies); and the flow's expressions still have the types
- * the flow was created with (a retyped column would be cast silently).
+ * them); a changes() source still has a unique index on the keys (or rows
+ * sharing a key would be folded into one); row-level security does not
+ * apply to the owner (decoded rows are not filtered by policies); and the
+ * flow's expressions still have the types the flow was created with (a
+ * retyped column would be cast silently).
  */
 void
 source_check(FlowDef *flow)
@@ -1969,6 +2098,14 @@ source_check(FlowDef *flow)
 								 quote_literal_cstr(flow->name))));
 		}
 	}
+	if (flow->changes && !relation_has_unique_key_index(flow->source, flow->keys))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("flow \"%s\": source \"%s\" no longer has a unique index on the flow's keys",
+						flow->name, srcname),
+				 errdetail("A changes() flow needs a unique, immediate (not deferrable), non-partial index whose columns are all among its keys, so that a key names one row of the table; without one, rows that share a key would be folded into one."),
+				 errhint("Create a unique index on the keys again (or a primary key), removing the rows that share a key first, then run SELECT autocdc.full_refresh(%s).",
+						 quote_literal_cstr(flow->name))));
 	if (check_enable_rls(flow->source, flow->owner, true) == RLS_ENABLED)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),

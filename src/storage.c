@@ -23,11 +23,13 @@
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "catalog/heap.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -43,6 +45,7 @@
 #include "utils/syscache.h"
 
 #include "compat.h"
+#include "failures.h"
 #include "layout.h"
 #include "settings.h"
 #include "storage.h"
@@ -507,6 +510,78 @@ sync_retype(FlowDef *flow, ColInfo *s, ColInfo *t, bool refresh, const char *tna
 }
 
 /*
+ * Store value as what the rows of relid (every leaf of a partitioned one)
+ * older than its column name read, as ADD COLUMN with a constant default
+ * does: the column was just added, so no row holds it.  Nothing is
+ * evaluated.
+ */
+static void
+store_missing_value(Oid relid, const char *name, Datum value)
+{
+	List	   *rels = get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE ?
+		find_all_inheritors(relid, NoLock, NULL) : list_make1_oid(relid);
+	ListCell   *lc;
+
+	foreach(lc, rels)
+	{
+		Relation	rel;
+
+		if (get_rel_relkind(lfirst_oid(lc)) != RELKIND_RELATION)
+			continue;
+		/* (ADD COLUMN holds its AccessExclusiveLock) */
+		rel = table_open(lfirst_oid(lc), AccessExclusiveLock);
+		StoreAttrMissingVal(rel, get_attnum(lfirst_oid(lc), name), value);
+		table_close(rel, NoLock);
+	}
+	CommandCounterIncrement();
+}
+
+/*
+ * A changes() flow's new column s that its source gained by an ADD COLUMN
+ * whose default filled the older rows without logging a change of them
+ * (PostgreSQL stores that constant, pg_attribute.attmissingval): the
+ * target's and the hidden state's rows — every version of SCD 2 history,
+ * as every older row of the source reads it — take the same constant, the
+ * same way, when both get the column now and nothing else writes the
+ * target.  Otherwise the flow needs a resync.  (Decoded changes older than
+ * the column take it too: source.c.)
+ */
+static void
+fill_older_rows(FlowDef *flow, ColInfo *s, bool new_target, bool new_state)
+{
+	Datum		value;
+	MissingValue mv = relation_missing_value(flow->source, s->name, &value);
+	bool		shared;
+	Oid			ttype;
+
+	if (mv == MISSING_NONE)
+		return;
+	shared = list_length(catalog_target_flows(flow->target_id)) > 1;
+	ttype = get_atttype(flow->target, get_attnum(flow->target, s->name));
+	/* (a scalar domain's value is its base type's) */
+	if (mv == MISSING_VALUE && new_target && new_state && !shared &&
+		(ttype == s->typid || (ttype == getBaseType(s->typid) && !type_is_array(ttype))))
+	{
+		store_missing_value(flow->target, s->name, value);
+		store_missing_value(storage_state_relid(flow->target_id), s->name, value);
+		return;
+	}
+	failures_note_resync(flow->id);
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("flow \"%s\": column \"%s\" was added to source \"%s\" with a default that fills its existing rows without logging their changes",
+					flow->name, s->name, get_rel_name(flow->source)),
+			 errdetail(shared ? "Other flows write the target too, so the rows of this flow cannot be told from theirs." :
+					   mv == MISSING_CONFLICT ? "The partitions of the source give their rows different values." :
+					   "The target cannot take the value the same way."),
+			 shared ?
+			 errhint("Run SELECT autocdc.full_refresh(%s, discard_history => true).",
+					 quote_literal_cstr(flow->name)) :
+			 errhint("Run SELECT autocdc.full_refresh(%s): it reads the table again and keeps the history.",
+					 quote_literal_cstr(flow->name))));
+}
+
+/*
  * Follow source schema changes (semantics §4): a column added to a source whose
  * selection is "all" or "* except" is added to the target and the hidden
  * state; a captured column that was dropped, renamed or retyped fails the
@@ -580,20 +655,28 @@ storage_sync_columns(FlowDef *flow, bool refresh)
 	foreach(lc, selection)
 	{
 		char	   *name = lfirst(lc);
-		ColInfo    *s = find_column(src, name);
+		ColInfo    *orig = find_column(src, name);
+		ColInfo    *s;
+		bool		new_target,
+					new_state;
 
 		if (name_in_list(flow->columns, name))
 			continue;
-		s = storage_column_type(s, flow->owner, get_rel_name(flow->source));
+		s = storage_column_type(orig, flow->owner, get_rel_name(flow->source));
 		changed = true;
-		if (find_column(tgt, name) == NULL)
+		new_target = find_column(tgt, name) == NULL;
+		new_state = find_column(relation_columns(storage_state_relid(flow->target_id)), name) == NULL;
+		if (new_target)
 			spi_exec(psprintf("ALTER TABLE %s ADD COLUMN %s", tname,
 							  column_definition(name, s->typid, s->typmod, s->collation)),
 					 SPI_OK_UTILITY);
-		if (find_column(relation_columns(storage_state_relid(flow->target_id)), name) == NULL)
+		if (new_state)
 			spi_exec(psprintf("ALTER TABLE %s ADD COLUMN %s", sname,
 							  column_definition(name, s->typid, s->typmod, s->collation)),
 					 SPI_OK_UTILITY);
+		/* (the source's own type: an array's datum names its element type) */
+		if (flow->changes && !refresh)
+			fill_older_rows(flow, orig, new_target, new_state);
 	}
 	restore_user(saved_uid, saved_sec);
 	if (changed || list_length(selection) != list_length(flow->columns))

@@ -11,9 +11,12 @@
 
 #include "access/htup_details.h"
 #include "access/relation.h"
+#include "access/tupdesc_details.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -22,6 +25,7 @@
 #include "parser/scansup.h"
 #include "tcop/pquery.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
@@ -404,6 +408,115 @@ relation_columns(Oid relid)
 	}
 	relation_close(rel, AccessShareLock);
 	return result;
+}
+
+/*
+ * The values PostgreSQL stores for the rows of relid that predate its
+ * columns names (pg_attribute.attmissingval, set by ADD COLUMN with a
+ * non-volatile default): found[i] says what column i has, and values[i]
+ * holds a copy of its value.  For a partitioned relid, the value its
+ * leaves store (a leaf that stores none has no rows older than the
+ * column, or holds the value in them); MISSING_CONFLICT: leaves store
+ * different values.  A leaf without stored values costs one relcache
+ * lookup.
+ */
+void
+relation_missing_values(Oid relid, List *names, MissingValue *found, Datum *values)
+{
+	List	   *rels = get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE ?
+		find_all_inheritors(relid, NoLock, NULL) : list_make1_oid(relid);
+	ListCell   *lc;
+
+	memset(found, 0, sizeof(MissingValue) * list_length(names));	/* MISSING_NONE */
+	foreach(lc, rels)
+	{
+		Relation	rel;
+		TupleDesc	desc;
+		ListCell   *nc;
+		int			i = 0;
+
+		if (get_rel_relkind(lfirst_oid(lc)) != RELKIND_RELATION)
+			continue;
+		rel = relation_open(lfirst_oid(lc), AccessShareLock);
+		desc = RelationGetDescr(rel);
+		foreach(nc, names)
+		{
+			AttrNumber	att;
+			Form_pg_attribute form;
+			Datum		v;
+
+			i++;
+			if (desc->constr == NULL || desc->constr->missing == NULL)
+				break;
+			att = get_attnum(lfirst_oid(lc), lfirst(nc));
+			if (att <= 0 || !desc->constr->missing[att - 1].am_present)
+				continue;
+			form = TupleDescAttr(desc, att - 1);
+			v = desc->constr->missing[att - 1].am_value;
+			if (found[i - 1] == MISSING_NONE)
+			{
+				values[i - 1] = datumCopy(v, form->attbyval, form->attlen);
+				found[i - 1] = MISSING_VALUE;
+			}
+			else if (found[i - 1] == MISSING_VALUE &&
+					 !datumIsEqual(values[i - 1], v, form->attbyval, form->attlen))
+				found[i - 1] = MISSING_CONFLICT;
+		}
+		relation_close(rel, AccessShareLock);
+	}
+}
+
+/* relation_missing_values of one column: what it found, the value in *value. */
+MissingValue
+relation_missing_value(Oid relid, const char *colname, Datum *value)
+{
+	MissingValue found;
+
+	relation_missing_values(relid, list_make1(pstrdup(colname)), &found, value);
+	return found;
+}
+
+/*
+ * Does relid have a unique, immediate (not deferrable), valid, non-partial
+ * index whose columns (no expressions) are all among keys?  Then a key
+ * names at most one of its rows.
+ */
+bool
+relation_has_unique_key_index(Oid relid, List *keys)
+{
+	Relation	rel = relation_open(relid, AccessShareLock);
+	List	   *indexes = RelationGetIndexList(rel);
+	bool		found = false;
+	ListCell   *lc;
+
+	foreach(lc, indexes)
+	{
+		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
+		Form_pg_index ix;
+		bool		ok;
+		int			i;
+
+		if (!HeapTupleIsValid(tup))
+			elog(ERROR, "cache lookup failed for index %u", lfirst_oid(lc));
+		ix = (Form_pg_index) GETSTRUCT(tup);
+		ok = ix->indisunique && ix->indimmediate && ix->indisvalid &&
+			heap_attisnull(tup, Anum_pg_index_indpred, NULL);
+		for (i = 0; ok && i < ix->indnkeyatts; i++)
+		{
+			AttrNumber	att = ix->indkey.values[i];
+
+			ok = att > 0 && name_in_list(keys, get_attname(relid, att, false));
+		}
+		ReleaseSysCache(tup);
+		if (ok)
+		{
+			found = true;
+			break;
+		}
+	}
+	list_free(indexes);
+	relation_close(rel, AccessShareLock);
+	return found;
 }
 
 /* The owner of a relation. */

@@ -59,6 +59,19 @@ typedef struct ColInfo
 extern List *relation_columns(Oid relid);
 extern Oid	relation_owner(Oid relid);
 extern ColInfo *find_column(List *cols, const char *name);
+
+/* what relation_missing_value found */
+typedef enum MissingValue
+{
+	MISSING_NONE,				/* older rows read NULL */
+	MISSING_VALUE,				/* they read the value given */
+	MISSING_CONFLICT			/* partitions store different values */
+} MissingValue;
+
+extern void relation_missing_values(Oid relid, List *names, MissingValue *found,
+									Datum *values);
+extern MissingValue relation_missing_value(Oid relid, const char *colname, Datum *value);
+extern bool relation_has_unique_key_index(Oid relid, List *keys);
 extern char *column_definition(const char *name, Oid typid, int32 typmod, Oid collation);
 extern Oid	type_in_schema(const char *schema, const char *name);
 extern bool type_is_orderable(Oid typid);

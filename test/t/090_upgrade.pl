@@ -275,14 +275,14 @@ ok( $node->poll_query_until('postgres', q{
 		SELECT count(*) > 0 FROM pg_stat_activity WHERE backend_type = 'autocdc worker'}),
 	'the worker starts with the new library');
 write_events(20);
-ok( $node->wait_for_log(qr/autocdc 0\.1 is installed in database "postgres", but the library is 0\.2/,
+ok( $node->wait_for_log(qr/autocdc 0\.1 is installed in database "postgres", but the library is 0\.3/,
 		$log_offset),
 	'the worker says that the catalog is older than the library');
 sleep(2);    # many passes of 100 ms
 my $said = () = slurp_file($node->logfile, $log_offset) =~ /autocdc 0\.1 is installed in database/g;
 is($said, 1, '... once');
 my ($ret, $out, $err) = $node->psql('postgres', q{SELECT * FROM autocdc.run_flow('r1')});
-like($err, qr/autocdc 0\.1 is installed in this database, but the server runs the autocdc 0\.2 library/,
+like($err, qr/autocdc 0\.1 is installed in this database, but the server runs the autocdc 0\.3 library/,
 	'run_flow refuses before the update');
 like($err, qr/HINT:  Run ALTER EXTENSION autocdc UPDATE/, '... with the hint');
 ($ret, $out, $err) = $node->psql('postgres',
