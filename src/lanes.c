@@ -218,8 +218,9 @@ lanes_rebalance(List *slow)
  * far behind, paused or failing pins no WAL of the main slot and a run of
  * an up-to-date flow decodes only from near its own progress.  Only when
  * this transaction has not written (a slot copy needs that) and some move
- * is due (one query), or a laggard slot no flow is on is left: a rebalance holds the moves lock, and with it the
- * confirmation of either slot by other runs, to the end of the transaction.
+ * is due (one query), or a laggard slot no flow is on is left: a rebalance
+ * holds the moves lock, and with it the confirmation of either slot by
+ * other runs, to the end of the transaction.
  */
 void
 lanes_rebalance_for_run(void)

@@ -75,6 +75,7 @@ for my $db (qw(d1 d2))
 }
 my $log_offset = -s $node->logfile;
 sql('d3', $setup . q{INSERT INTO feed SELECT g, 1, 'x' FROM generate_series(1, 100) g;});
+my $d3_since = time;
 ok(poll('d3', q{SELECT state = 'error'
 		AND last_error LIKE '%replication slot of autocdc could not be created: all replication slots are in use%'
 		AND last_error_hint LIKE '%max_replication_slots%' AND last_error_sqlstate = '53400'
@@ -109,7 +110,9 @@ sql('d1', q{SELECT autocdc.resume_flow('tgt2')});
 ok(poll('d1', q{SELECT state = 'idle' FROM autocdc.flows WHERE name = 'tgt2'}, 10), '1: resumed');
 sql('d1', q{DROP TABLE ballast});
 
-# free a slot: d3 takes it within a few naptimes
+# free a slot: d3 takes it within a few naptimes (after more than 32 s of
+# trying: a back-off that doubled from 1 s would next try 30 s later)
+sleep 1 while time - $d3_since < 34;
 sql('postgres', q{SELECT pg_drop_replication_slot('someone_elses')});
 my $t0 = time;
 ok(poll('d3', q{SELECT count(*) = 100 FROM tgt}, 8),
