@@ -366,6 +366,12 @@ CREATE FUNCTION autocdc_internal._lag_notes(OUT flow_id int, OUT decoded_at time
 CREATE FUNCTION autocdc_internal._source_changes(oid) RETURNS bigint
 	LANGUAGE C STABLE STRICT AS 'MODULE_PATHNAME', 'autocdc_source_changes';
 
+-- why the worker could not create this database's main slot (no row: nothing known)
+CREATE FUNCTION autocdc_internal._slot_error(OUT error text, OUT hint text, OUT sqlstate text,
+	OUT since timestamptz)
+	RETURNS SETOF record
+	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'autocdc_slot_error';
+
 CREATE VIEW autocdc.flows AS
 SELECT f.name,
 	   f.owner,
@@ -384,7 +390,7 @@ SELECT f.name,
 		   WHEN f.paused THEN 'paused'
 		   WHEN s.progress IS NOT NULL AND NOT f.once
 			AND (sl.slot_name IS NULL OR s.progress < sl.confirmed_flush OR pe.resync) THEN 'needs_resync'
-		   WHEN pe.error IS NOT NULL OR s.last_error IS NOT NULL THEN 'error'
+		   WHEN pe.error IS NOT NULL OR s.last_error IS NOT NULL OR se.error IS NOT NULL THEN 'error'
 		   WHEN EXISTS (SELECT FROM pg_catalog.pg_locks k
 						 WHERE k.locktype = 'advisory' AND k.granted
 						   AND k.database = (SELECT d.oid FROM pg_catalog.pg_database d
@@ -394,12 +400,20 @@ SELECT f.name,
 		   WHEN s.waiting_since IS NOT NULL THEN 'waiting'
 		   ELSE 'idle'
 	   END AS state,
-	   coalesce(pe.error, s.last_error) AS last_error,
-	   CASE WHEN pe.error IS NOT NULL THEN pe.detail ELSE s.last_error_detail END AS last_error_detail,
-	   CASE WHEN pe.error IS NOT NULL THEN pe.hint ELSE s.last_error_hint END AS last_error_hint,
-	   CASE WHEN pe.error IS NOT NULL THEN pe.sqlstate ELSE s.last_error_sqlstate END AS last_error_sqlstate,
+	   coalesce(pe.error, s.last_error, se.error) AS last_error,
+	   CASE WHEN pe.error IS NOT NULL THEN pe.detail
+			WHEN s.last_error IS NULL AND se.error IS NOT NULL THEN NULL
+			ELSE s.last_error_detail END AS last_error_detail,
+	   CASE WHEN pe.error IS NOT NULL THEN pe.hint
+			WHEN s.last_error IS NULL AND se.error IS NOT NULL THEN se.hint
+			ELSE s.last_error_hint END AS last_error_hint,
+	   CASE WHEN pe.error IS NOT NULL THEN pe.sqlstate
+			WHEN s.last_error IS NULL AND se.error IS NOT NULL THEN se.sqlstate
+			ELSE s.last_error_sqlstate END AS last_error_sqlstate,
 	   CASE WHEN pe.error IS NOT NULL THEN pe.lsn ELSE s.last_error_lsn END AS last_error_lsn,
-	   CASE WHEN pe.error IS NOT NULL THEN pe.at ELSE s.last_error_at END AS last_error_at,
+	   CASE WHEN pe.error IS NOT NULL THEN pe.at
+			WHEN s.last_error IS NULL AND se.error IS NOT NULL THEN se.since
+			ELSE s.last_error_at END AS last_error_at,
 	   s.retry_at,
 	   s.last_run_at,
 	   s.num_events,
@@ -416,21 +430,30 @@ SELECT f.name,
 		 WHERE c.relnamespace = 'autocdc_state'::regnamespace
 		   AND c.relname IN ('target_' || t.id, 'rows_' || f.id)) AS hidden_state_bytes,
 	   CASE lt.how
-		   WHEN 'not decoded' THEN pg_catalog.now() - s.last_commit_at
+		   WHEN 'first read' THEN pg_catalog.now() - f.created_at
+		   WHEN 'not decoded' THEN pg_catalog.now() - coalesce(s.last_commit_at, f.created_at)
 		   WHEN 'pending' THEN pg_catalog.now() - lg.pending_since
-		   WHEN 'cut' THEN pg_catalog.now() - coalesce(s.last_commit_at, lg.decoded_at)
+		   WHEN 'cut' THEN pg_catalog.now() - coalesce(s.last_commit_at, f.created_at)
 		   WHEN 'changed since' THEN pg_catalog.now() - lg.decoded_at
 	   END AS lag_time,
-	   lt.how IN ('pending', 'caught up') AS lag_time_exact,
+	   CASE WHEN lt.how <> 'none' THEN lt.how IN ('pending', 'caught up') END AS lag_time_exact,
 	   CASE WHEN f.kind = 'cdc' AND NOT f.once AND sl.slot_name IS NOT NULL
 			THEN CASE WHEN sl.laggard THEN 'laggard' ELSE 'main' END
 	   END AS lane,
+	   -- the oldest flow of its slot, if that is the laggard slot or it has something pending
 	   coalesce(sl.restart_lsn IS NOT NULL AND NOT f.once AND s.progress =
 				(SELECT pg_catalog.min(o.progress) FROM autocdc.flow_state o
 				   JOIN autocdc.flow fo ON fo.name = o.name
-				  WHERE o.slot_name = s.slot_name AND NOT fo.once), false) AS holds_wal_back,
+				  WHERE o.slot_name = s.slot_name AND NOT fo.once)
+				AND (sl.laggard OR lt.how <> 'caught up'), false) AS holds_wal_back,
 	   s.waiting_since,
-	   s.laggard_since
+	   s.laggard_since,
+	   -- when autocdc.max_lag_age takes the flow off the laggard slot
+	   CASE WHEN sl.laggard AND f.kind = 'cdc' AND NOT f.once
+			THEN s.laggard_since + NULLIF(pg_catalog.current_setting('autocdc.max_lag_age', true),
+										  '0')::pg_catalog.interval
+	   END AS resync_at,
+	   s.resync_reason
   FROM autocdc.flow f
   LEFT JOIN autocdc.target t ON t.id = f.target_id
   LEFT JOIN autocdc.flow_state s ON s.name = f.name
@@ -438,9 +461,13 @@ SELECT f.name,
   LEFT JOIN LATERAL (SELECT p.* FROM autocdc_internal._pending_errors() p
 					  WHERE p.flow_id = f.id ORDER BY p.at DESC LIMIT 1) pe ON true
   LEFT JOIN autocdc_internal._lag_notes() lg ON lg.flow_id = f.id
+  -- a change flow that never had a slot waits for the main slot
+  LEFT JOIN autocdc_internal._slot_error() se
+	ON f.kind = 'cdc' AND NOT f.once AND s.progress IS NULL
   -- how the last decoding for the flow left it (README "Monitoring")
   CROSS JOIN LATERAL (SELECT CASE
-		   WHEN f.kind <> 'cdc' OR f.once OR s.progress IS NULL THEN 'none'
+		   WHEN f.kind <> 'cdc' OR f.once THEN 'none'
+		   WHEN s.progress IS NULL THEN 'first read'
 		   WHEN lg.flow_id IS NULL OR sl.slot_name IS NULL OR s.progress < sl.confirmed_flush
 			THEN 'not decoded'
 		   WHEN lg.pending_since IS NOT NULL THEN 'pending'

@@ -1078,16 +1078,51 @@ catalog_slot_in_use(const char *prefix)
 }
 
 /*
+ * The condition on flow_state s and flow f (arguments: slot the slot, $2
+ * max_lag, $3 the slow flows' ids, $4 the main slot's confirmed position)
+ * of the change flows on slot $1 that should be served by the other slot:
+ * to the laggard slot (to_laggard) those that are paused, failing, in slow,
+ * or more than max_lag bytes of WAL behind the newest progress on their
+ * slot; back to the main slot those ready to apply, not in slow, whose
+ * progress is at or after $4.  A flow in slow whose first read has not been
+ * applied yet (no progress: any slot can serve it) goes to the laggard slot
+ * too, lest the main lane's slices cut that first read for ever.
+ */
+static char *
+movers_condition(bool to_laggard, const char *slot)
+{
+	return psprintf("f.kind OPERATOR(pg_catalog.=) 'cdc' AND NOT f.once "
+					"AND ((s.progress IS NOT NULL AND s.slot_name OPERATOR(pg_catalog.=) %s AND %s)%s)",
+					slot,
+					to_laggard ?
+					psprintf("(f.paused OR s.retry_at IS NOT NULL OR s.last_error IS NOT NULL "
+							 " OR f.id::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($3) "
+							 " OR pg_catalog.pg_wal_lsn_diff((SELECT pg_catalog.max(o.progress) FROM autocdc.flow_state o "
+							 "  WHERE o.slot_name OPERATOR(pg_catalog.=) %s), s.progress) OPERATOR(pg_catalog.>) $2)",
+							 slot)
+					: "NOT f.paused AND s.retry_at IS NULL AND s.last_error IS NULL "
+					"AND s.progress OPERATOR(pg_catalog.>=) $4 "
+					"AND NOT f.id::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($3)",
+					to_laggard ?
+					" OR (s.progress IS NULL AND s.slot_name IS NULL "
+					" AND f.id::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($3))" : "");
+}
+
+/* The arguments of movers_condition. */
+static void
+movers_args(CatArgs *a, const char *from, int64 max_lag, List *slow, XLogRecPtr confirmed)
+{
+	arg_text(a, from);
+	arg_add(a, INT8OID, Int64GetDatum(max_lag), false);
+	arg_oids(a, slow);
+	arg_lsn(a, confirmed, false);
+}
+
+/*
  * Lock (skipping those locked by a run) the change flows on slot from that
- * should be served by the other slot: to the laggard slot (to_laggard)
- * those that are paused, failing, in slow (flow ids), or more than max_lag
- * bytes of WAL behind the newest progress on their slot; back to the main
- * slot those ready to apply, not in slow, whose progress is at or after
- * confirmed.  A flow in slow whose first read has not been applied yet (no
- * progress: any slot can serve it) goes to the laggard slot too, lest the
- * main lane's slices cut that first read for ever.  Sets *oldest to the
- * oldest progress among them (invalid if none has progress).  Without lock,
- * only reads (and writes nothing).
+ * should be served by the other slot (movers_condition).  Sets *oldest to
+ * the oldest progress among them (invalid if none has progress).  Without
+ * lock, only reads (and writes nothing).
  */
 List *
 catalog_lock_movers(const char *from, bool to_laggard, int64 max_lag, List *slow,
@@ -1097,25 +1132,10 @@ catalog_lock_movers(const char *from, bool to_laggard, int64 max_lag, List *slow
 	List	   *result = NIL;
 	uint64		i;
 
-	arg_text(&a, from);
-	arg_add(&a, INT8OID, Int64GetDatum(max_lag), false);
-	arg_oids(&a, slow);
-	arg_lsn(&a, confirmed, false);
+	movers_args(&a, from, max_lag, slow, confirmed);
 	cat_exec(psprintf("SELECT s.name, s.progress FROM autocdc.flow_state s "
 					  "JOIN autocdc.flow f ON f.name OPERATOR(pg_catalog.=) s.name "
-					  "WHERE f.kind OPERATOR(pg_catalog.=) 'cdc' AND NOT f.once "
-					  "AND ((s.progress IS NOT NULL AND s.slot_name OPERATOR(pg_catalog.=) $1 AND %s)%s) %s",
-					  to_laggard ?
-					  "(f.paused OR s.retry_at IS NOT NULL OR s.last_error IS NOT NULL "
-					  " OR f.id::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($3) "
-					  " OR pg_catalog.pg_wal_lsn_diff((SELECT pg_catalog.max(o.progress) FROM autocdc.flow_state o "
-					  "  WHERE o.slot_name OPERATOR(pg_catalog.=) $1), s.progress) OPERATOR(pg_catalog.>) $2)"
-					  : "NOT f.paused AND s.retry_at IS NULL AND s.last_error IS NULL "
-					  "AND s.progress OPERATOR(pg_catalog.>=) $4 "
-					  "AND NOT f.id::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($3)",
-					  to_laggard ?
-					  " OR (s.progress IS NULL AND s.slot_name IS NULL "
-					  " AND f.id::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($3))" : "",
+					  "WHERE %s %s", movers_condition(to_laggard, "$1"),
 					  lock ? "FOR UPDATE OF s SKIP LOCKED" : ""),
 			 &a, SPI_OK_SELECT);
 	*oldest = InvalidXLogRecPtr;
@@ -1129,6 +1149,33 @@ catalog_lock_movers(const char *from, bool to_laggard, int64 max_lag, List *slow
 			*oldest = p;
 	}
 	return result;
+}
+
+/*
+ * Would a rebalance move a flow (movers_condition, no slow flows): from
+ * the main slot main to the laggard slot, back from the laggard slot lag
+ * (NULL: none) whose flows' progress is at or after confirmed, or off lag
+ * after max_age ms there (0: no limit)?  Only reads, with one query.
+ */
+bool
+catalog_moves_due(const char *main, const char *lag, int64 max_lag, XLogRecPtr confirmed,
+				  int max_age)
+{
+	CatArgs		a = {0};
+
+	movers_args(&a, main, max_lag, NIL, confirmed);
+	arg_text(&a, lag);
+	arg_int4(&a, max_age);
+	return cat_exec(psprintf("SELECT FROM autocdc.flow_state s "
+							 "JOIN autocdc.flow f ON f.name OPERATOR(pg_catalog.=) s.name "
+							 "WHERE (%s) OR ($5 IS NOT NULL AND ((%s) OR "
+							 " ($6 OPERATOR(pg_catalog.>) 0 AND s.slot_name OPERATOR(pg_catalog.=) $5 "
+							 "  AND s.progress IS NOT NULL AND s.laggard_since OPERATOR(pg_catalog.<) "
+							 "  (pg_catalog.now() OPERATOR(pg_catalog.-) "
+							 "   pg_catalog.make_interval(secs => $6 OPERATOR(pg_catalog./) 1000.0))))) "
+							 "LIMIT 1",
+							 movers_condition(true, "$1"), movers_condition(false, "$5")),
+					&a, SPI_OK_SELECT) > 0;
 }
 
 /*

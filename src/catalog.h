@@ -175,6 +175,8 @@ extern List *catalog_flow_relations(void);
 extern List *catalog_flow_sources(void);
 extern List *catalog_lock_movers(const char *from, bool to_laggard, int64 max_lag, List *slow,
 								 XLogRecPtr confirmed, bool lock, XLogRecPtr *oldest);
+extern bool catalog_moves_due(const char *main, const char *lag, int64 max_lag,
+							  XLogRecPtr confirmed, int max_age);
 extern bool catalog_lock_slot_flows(const char *slot);
 extern bool catalog_slot_has_flows(const char *slot);
 extern void catalog_move_flows(List *names, const char *to, bool to_laggard);

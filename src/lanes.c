@@ -25,15 +25,69 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "miscadmin.h"
+#include "replication/slot.h"
 #include "storage/standby.h"
 #include "utils/builtins.h"
+#include "utils/resowner.h"
 #include "utils/timestamp.h"
 
 #include "catalog.h"
 #include "lanes.h"
+#include "registry.h"
 #include "settings.h"
 #include "slots.h"
+
+/*
+ * A copy of the main slot for the laggard lane, or NULL when the server has
+ * no replication slot left: the flows then stay on the main slot (it keeps
+ * their WAL) and the main lane goes on; the WARNING is logged once, not at
+ * every pass.  Other errors are raised.
+ */
+static char *
+try_copy_main(void)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	char	   *volatile copy = NULL;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		copy = slots_copy_main();
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		if (MyReplicationSlot != NULL)
+			ReplicationSlotRelease();
+		if (edata->sqlerrcode != ERRCODE_CONFIGURATION_LIMIT_EXCEEDED)
+			ReThrowError(edata);
+		if (registry_note_copy_failing(true))
+			ereport(WARNING,
+					(errcode(edata->sqlerrcode),
+					 errmsg("autocdc: the laggard slot could not be created: %s", edata->message),
+					 errdetail("Flows that lag stay on the main slot, which keeps their WAL."),
+					 errhint("Drop an unused replication slot or raise max_replication_slots: autocdc needs one more slot in a database while flows lag.")));
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+	if (copy != NULL)
+		(void) registry_note_copy_failing(false);
+	return copy;
+}
 
 /*
  * Move flows between the database's slots (see above).  slow: ids of the
@@ -71,9 +125,9 @@ lanes_rebalance(List *slow)
 	if (to_lag != NIL && (!have_lag || (!XLogRecPtrIsInvalid(oldest) && lconf > oldest)))
 	{
 		if (slots_count() < 3)
-			copy = slots_copy_main();
-		else
-			to_lag = NIL;		/* an old laggard slot is still in use */
+			copy = try_copy_main();
+		if (copy == NULL)
+			to_lag = NIL;		/* an old laggard slot is still in use, or no slot is left */
 	}
 
 	if (copy != NULL && autocdc_test_pause_after_copy > 0)
@@ -155,4 +209,40 @@ lanes_rebalance(List *slow)
 	if (moved)
 		(void) LogStandbySnapshot();
 	return have_lag && catalog_slot_has_flows(lag);
+}
+
+/*
+ * Before a run_flow (or full_refresh): the moves the main worker would make
+ * before its next pass, when no worker serves the database (autocdc.enabled
+ * off, flows applied by run_flow alone, e.g. from pg_cron), so that a flow
+ * far behind, paused or failing pins no WAL of the main slot and a run of
+ * an up-to-date flow decodes only from near its own progress.  Only when
+ * this transaction has not written (a slot copy needs that) and some move
+ * is due (one query), or a laggard slot no flow is on is left: a rebalance
+ * holds the moves lock, and with it the confirmation of either slot by
+ * other runs, to the end of the transaction.
+ */
+void
+lanes_rebalance_for_run(void)
+{
+	char	   *main;
+	char	   *lag;
+	XLogRecPtr	mconf,
+				mrestart,
+				lconf,
+				lrestart;
+
+	if (registry_has_worker() || TransactionIdIsValid(GetTopTransactionIdIfAny()))
+		return;
+	main = slots_main_name();
+	if (main == NULL || !slots_positions(main, &mconf, &mrestart))
+		return;
+	lag = catalog_slot_in_use(slots_laggard_prefix());
+	if (lag != NULL && !slots_positions(lag, &lconf, &lrestart))
+		lag = NULL;
+	/* a laggard slot no flow is on any more is dropped by a rebalance too */
+	if ((lag == NULL && slots_count() > 1) ||
+		catalog_moves_due(main, lag, (int64) autocdc_max_lag * 1024, mconf,
+						  autocdc_max_lag_age))
+		(void) lanes_rebalance(NIL);
 }

@@ -12,5 +12,6 @@
 #include "nodes/pg_list.h"
 
 extern bool lanes_rebalance(List *slow);
+extern void lanes_rebalance_for_run(void);
 
 #endif							/* AUTOCDC_LANES_H */

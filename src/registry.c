@@ -24,6 +24,8 @@
 
 #include "access/xact.h"
 #include "commands/dbcommands.h"
+#include "funcapi.h"
+#include "mb/pg_wchar.h"
 #include "commands/defrem.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
@@ -32,6 +34,7 @@
 #include "storage/proc.h"
 #include "storage/procarray.h"
 #include "storage/shmem.h"
+#include "utils/builtins.h"
 #include "utils/timestamp.h"
 
 #include "registry.h"
@@ -58,6 +61,12 @@ typedef struct DbEntry
 	bool		laggards;		/* the laggard lane has flows: keep a worker there */
 	bool		absent;			/* no autocdc there: start no worker until asked */
 	pid_t		blocker;		/* a backend running database DDL, 0: none */
+	/* why the main slot cannot be created (slot_error_since 0: it can) */
+	TimestampTz slot_error_since;
+	int			slot_error_code;
+	char		slot_error[REGISTRY_SLOT_ERROR_LEN];
+	char		slot_error_hint[REGISTRY_SLOT_ERROR_LEN];
+	bool		copy_failing;	/* the laggard slot cannot be copied */
 } DbEntry;
 
 typedef struct WorkerShared
@@ -447,6 +456,134 @@ registry_wake_other_lane(void)
 	LWLockRelease(wshared->lock);
 	if (latch)
 		SetLatch(latch);
+}
+
+/* Copy text into a fixed buffer, cut at a character boundary. */
+static void
+copy_clipped(char *dst, const char *src, int size)
+{
+	int			len = src ? pg_mbcliplen(src, strlen(src), size - 1) : 0;
+
+	memcpy(dst, src ? src : "", len);
+	dst[len] = '\0';
+}
+
+/*
+ * Note why this database's main slot cannot be created (message, hint,
+ * SQLSTATE), for autocdc.flows; true if there was no such note before
+ * (the caller then logs it).
+ */
+bool
+registry_note_slot_error(int sqlerrcode, const char *message, const char *hint)
+{
+	DbEntry    *e;
+	bool		first = false;
+
+	LWLockAcquire(wshared->lock, LW_EXCLUSIVE);
+	e = registry_entry(MyDatabaseId, true);
+	if (e)
+	{
+		first = e->slot_error_since == 0 || e->slot_error_code != sqlerrcode;
+		if (e->slot_error_since == 0)
+			e->slot_error_since = GetCurrentTimestamp();
+		e->slot_error_code = sqlerrcode;
+		copy_clipped(e->slot_error, message, REGISTRY_SLOT_ERROR_LEN);
+		copy_clipped(e->slot_error_hint, hint, REGISTRY_SLOT_ERROR_LEN);
+	}
+	LWLockRelease(wshared->lock);
+	return first;
+}
+
+/* The main slot exists: forget the note; true if there was one. */
+bool
+registry_clear_slot_error(void)
+{
+	DbEntry    *e;
+	bool		had = false;
+
+	LWLockAcquire(wshared->lock, LW_EXCLUSIVE);
+	e = registry_entry(MyDatabaseId, false);
+	if (e && e->slot_error_since != 0)
+	{
+		e->slot_error_since = 0;
+		had = true;
+	}
+	LWLockRelease(wshared->lock);
+	return had;
+}
+
+/*
+ * Note whether copying the laggard slot fails; true if that changed (the
+ * caller logs it once, not at every pass).
+ */
+bool
+registry_note_copy_failing(bool failing)
+{
+	DbEntry    *e;
+	bool		changed = false;
+
+	LWLockAcquire(wshared->lock, LW_EXCLUSIVE);
+	e = registry_entry(MyDatabaseId, failing);
+	if (e && e->copy_failing != failing)
+	{
+		e->copy_failing = failing;
+		changed = true;
+	}
+	LWLockRelease(wshared->lock);
+	return changed;
+}
+
+/* Does a main worker serve this database now? */
+bool
+registry_has_worker(void)
+{
+	DbEntry    *e;
+	bool		result;
+
+	LWLockAcquire(wshared->lock, LW_SHARED);
+	e = registry_entry(MyDatabaseId, false);
+	result = e != NULL && e->lanes[REGISTRY_MAIN_LANE].pid != 0;
+	LWLockRelease(wshared->lock);
+	return result;
+}
+
+PG_FUNCTION_INFO_V1(autocdc_slot_error);
+
+/*
+ * autocdc_internal._slot_error(): why this database's main slot cannot be
+ * created (message, hint, SQLSTATE, since when), as the worker last found;
+ * no row when nothing is known to keep it from being created.
+ */
+Datum
+autocdc_slot_error(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	DbEntry    *e;
+	DbEntry		copy;
+	bool		found = false;
+
+	InitMaterializedSRF(fcinfo, 0);
+	LWLockAcquire(wshared->lock, LW_SHARED);
+	e = registry_entry(MyDatabaseId, false);
+	if (e && e->slot_error_since != 0)
+	{
+		copy = *e;
+		found = true;
+	}
+	LWLockRelease(wshared->lock);
+	if (found)
+	{
+		Datum		values[4];
+		bool		nulls[4] = {false, false, false, false};
+
+		values[0] = CStringGetTextDatum(copy.slot_error);
+		values[1] = CStringGetTextDatum(copy.slot_error_hint);
+		nulls[1] = copy.slot_error_hint[0] == '\0';
+		values[2] = CStringGetTextDatum(unpack_sql_state(copy.slot_error_code));
+		values[3] = TimestampTzGetDatum(copy.slot_error_since);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
 }
 
 /* Start no worker here until CREATE EXTENSION asks for one. */

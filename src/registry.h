@@ -21,6 +21,9 @@
 #define REGISTRY_MAIN_LANE 0
 #define REGISTRY_LAGGARD_LANE 1
 
+/* Longest text kept of why the main slot cannot be created. */
+#define REGISTRY_SLOT_ERROR_LEN 256
+
 /* A worker the launcher should start. */
 typedef struct RegistryStart
 {
@@ -39,6 +42,10 @@ extern void registry_want_laggard_worker(bool want);
 extern void registry_wake_other_lane(void);
 extern bool registry_blocked(void);
 extern void registry_mark_absent(void);
+extern bool registry_note_slot_error(int sqlerrcode, const char *message, const char *hint);
+extern bool registry_clear_slot_error(void);
+extern bool registry_note_copy_failing(bool failing);
+extern bool registry_has_worker(void);
 extern void registry_launcher_started(void);
 extern List *registry_due(List *dbs, TimestampTz now, int *running, bool *pending);
 extern void registry_starting(Oid dboid, int lane, TimestampTz now);

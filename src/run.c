@@ -34,6 +34,7 @@
 #include "catalog.h"
 #include "expr.h"
 #include "failures.h"
+#include "lanes.h"
 #include "layout.h"
 #include "rowstore.h"
 #include "run.h"
@@ -295,9 +296,10 @@ run_one(FlowDef *flow, RunMetrics *m, bool refresh, bool touch_all)
 }
 
 /*
- * Before a run_flow or full_refresh: the slot (before anything is written:
- * creating it needs a transaction that has not), then the failed runs kept
- * in shared memory are written down.
+ * Before a run_flow or full_refresh: the slot, and the moves between the
+ * slots when no worker makes them (before anything is written: creating or
+ * copying a slot needs a transaction that has not), then the failed runs
+ * kept in shared memory are written down.
  */
 void
 run_prologue(FlowDef *flow)
@@ -306,7 +308,10 @@ run_prologue(FlowDef *flow)
 	int			saved_sec;
 
 	if (!flow->once && flow->kind != FLOW_SNAPSHOT)
+	{
 		slots_ensure_main();
+		lanes_rebalance_for_run();
+	}
 	become_superuser(&saved_uid, &saved_sec);
 	failures_persist();
 	restore_user(saved_uid, saved_sec);

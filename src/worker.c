@@ -201,6 +201,67 @@ worker_drop_unneeded_slot(void)
 		slots_drop_all();
 }
 
+/*
+ * Create the main slot if flows need it (before the pass writes).  When it
+ * cannot be created — above all because every replication slot of the
+ * server is in use — the flows waiting for it show why in autocdc.flows
+ * (registry.c keeps the error), the WARNING is logged once, the pass goes
+ * on without the main lane (snapshot flows need no slot), and the next
+ * pass, one autocdc.naptime later, tries again: a slot freed elsewhere is
+ * used at once.  Returns whether the main slot exists.
+ */
+static bool
+worker_ensure_main_slot(void)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	volatile bool ok = true;
+
+	/* a subtransaction assigns no transaction id: the slot can be created */
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		slots_ensure_main();
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+		char	   *message;
+		const char *hint;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		if (MyReplicationSlot != NULL)
+			ReplicationSlotRelease();	/* a slot being created goes */
+		message = psprintf("the replication slot of autocdc could not be created: %s",
+						   edata->message);
+		hint = edata->sqlerrcode == ERRCODE_CONFIGURATION_LIMIT_EXCEEDED ?
+			"Drop an unused replication slot or raise max_replication_slots: autocdc needs one slot per database with change flows, and one more while flows lag. The worker tries again every autocdc.naptime." :
+			edata->hint;
+		if (registry_note_slot_error(edata->sqlerrcode, message, hint))
+			ereport(WARNING,
+					(errcode(edata->sqlerrcode),
+					 errmsg("autocdc: %s", message),
+					 errdetail("The change flows of database \"%s\" are not applied until it exists.",
+							   get_database_name(MyDatabaseId)),
+					 hint ? errhint("%s", hint) : 0));
+		FreeErrorData(edata);
+		ok = false;
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+	if (ok && registry_clear_slot_error())
+		ereport(LOG,
+				(errmsg("autocdc: the replication slot of database \"%s\" was created",
+						get_database_name(MyDatabaseId))));
+	return ok;
+}
+
 /* Start a transaction of the worker, with SPI and a snapshot. */
 static void
 worker_xact_begin(const char *activity)
@@ -301,16 +362,21 @@ worker_pass(bool *more)
 	}
 	else
 	{
+		bool		have_slot = true;
+
 		version_reported = false;
 		(void) set_safe_search_path();
 		if (!catalog_has_change_flows(false))
+		{
 			worker_drop_unneeded_slot();
+			(void) registry_clear_slot_error();
+		}
 		else if (catalog_has_change_flows(true))
-			slots_ensure_main();	/* before this transaction writes */
+			have_slot = worker_ensure_main_slot();	/* before this transaction writes */
 
 		failures_persist();
 		main_slot = slots_main_name();
-		if (main_slot != NULL)
+		if (main_slot != NULL && have_slot)
 			*more = pass_change_flows(catalog_due_change_flows(slots_laggard_name(), false),
 									  main_slot, autocdc_batch_size, 0, true);
 		/* snapshot flows every autocdc.snapshot_interval */
