@@ -88,6 +88,7 @@
 #include "source.h"
 #include "storage.h"
 #include "rowstore.h"
+#include "tablekind.h"
 #include "util.h"
 
 /*
@@ -1918,7 +1919,7 @@ check_condition(FlowDef *flow, const char *expr, const char *what)
  * What a run checks of a change flow's source, because nothing may be
  * skipped or misread silently: it is still a logged table in every leaf
  * (an unlogged one writes no WAL for its inserts, so decoding never sees
- * them); row-level security does not apply to the owner (decoded rows are
+ * them), and none is a Citus table (whose rows its shards write); row-level security does not apply to the owner (decoded rows are
  * not filtered by policies); and the flow's expressions still have the types
  * the flow was created with (a retyped column would be cast silently).
  */
@@ -1943,6 +1944,7 @@ source_check(FlowDef *flow)
 			Oid			leaf = lfirst_oid(lc);
 			char		relkind = get_rel_relkind(leaf);
 
+			tablekind_check(leaf, TABLE_CHANGE_SOURCE, flow->name);
 			if (relkind == RELKIND_PARTITIONED_TABLE)
 				continue;
 			if (relkind != RELKIND_RELATION || get_rel_persistence(leaf) != RELPERSISTENCE_PERMANENT)
