@@ -43,6 +43,7 @@
 #include "snapsource.h"
 #include "rowstore.h"
 #include "storage.h"
+#include "tablekind.h"
 #include "util.h"
 
 /* What define_flow has learnt so far. */
@@ -230,6 +231,7 @@ check_source_relation(Oid relid, const char *name, bool once)
 				 errmsg("source \"%s\" is %s", name,
 						persistence == RELPERSISTENCE_TEMP ? "a temporary table" : "an unlogged table"),
 				 errhint("Its inserts are not written to the WAL; use a logged table, a snapshot flow or once => true.")));
+	tablekind_check(relid, TABLE_CHANGE_SOURCE, NULL);
 	if (relkind == RELKIND_PARTITIONED_TABLE)
 	{
 		ListCell   *lc;
@@ -238,6 +240,8 @@ check_source_relation(Oid relid, const char *name, bool once)
 		{
 			Oid			leaf = lfirst_oid(lc);
 			char		k = get_rel_relkind(leaf);
+
+			tablekind_check(leaf, TABLE_CHANGE_SOURCE, NULL);
 
 			if (k != RELKIND_PARTITIONED_TABLE &&
 				(k != RELKIND_RELATION || get_rel_persistence(leaf) != RELPERSISTENCE_PERMANENT))
@@ -1048,15 +1052,15 @@ def_target(Definition *d)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("must be owner of target \"%s\"", name)));
-	if (get_rel_relkind(d->target) != RELKIND_RELATION)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("target \"%s\" is not an ordinary table", name)));
+	tablekind_check(d->target, TABLE_TARGET, NULL);
 	if (catalog_load_target(d->target, &d->tdef))
 	{
 		bool		same_keys = list_length(d->tdef.keys) == list_length(d->keys);
+		Oid			state = storage_state_relid(d->tdef.id);
 
 		d->target_known = true;
+		if (OidIsValid(state))
+			tablekind_check(state, TABLE_STATE, NULL);
 		check_target_free(d->tdef.id, name);
 		check_target_state(d, name);
 		foreach(lc, d->keys)
@@ -1290,10 +1294,7 @@ define_snapshot_flow(FlowSpec *spec)
 		f->track_except = parse_identifier_array(spec->track_except_list, "track history column");
 		if (OidIsValid(target))
 		{
-			if (get_rel_relkind(target) != RELKIND_RELATION)
-				ereport(ERROR,
-						(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-						 errmsg("target \"%s\" is not an ordinary table", trv->relname)));
+			tablekind_check(target, TABLE_TARGET, NULL);
 			if (!compat_class_ownercheck(target, GetUserId()))
 				ereport(ERROR,
 						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),

@@ -172,6 +172,8 @@ snaprun_refresh(FlowDef *flow, RunMetrics *m)
 	become_owner(flow->owner, &saved_uid, &saved_sec);
 	*flow = *catalog_load_flow(flow->name, true, false);	/* see snap_run_versions */
 	if (flow->target_id != 0)
+		storage_check_kinds(flow);
+	if (flow->target_id != 0)
 		spi_exec(psprintf("DELETE FROM %s",
 						  quote_qualified_identifier(AUTOCDC_STATE_SCHEMA,
 													 storage_state_name(flow->target_id))),

@@ -88,6 +88,7 @@
 #include "source.h"
 #include "storage.h"
 #include "rowstore.h"
+#include "tablekind.h"
 #include "util.h"
 
 /*
@@ -2058,7 +2059,8 @@ check_condition(FlowDef *flow, const char *expr, const char *what)
  * What a run checks of a change flow's source, because nothing may be
  * skipped or misread silently: it is still a logged table in every leaf
  * (an unlogged one writes no WAL for its inserts, so decoding never sees
- * them); a changes() source still has a unique index on the keys (or rows
+ * them), and none is a Citus table (whose rows its shards write); a
+ * changes() source still has a unique index on the keys (or rows
  * sharing a key would be folded into one); row-level security does not
  * apply to the owner (decoded rows are not filtered by policies); and the
  * flow's expressions still have the types the flow was created with (a
@@ -2085,6 +2087,7 @@ source_check(FlowDef *flow)
 			Oid			leaf = lfirst_oid(lc);
 			char		relkind = get_rel_relkind(leaf);
 
+			tablekind_check(leaf, TABLE_CHANGE_SOURCE, flow->name);
 			if (relkind == RELKIND_PARTITIONED_TABLE)
 				continue;
 			if (relkind != RELKIND_RELATION || get_rel_persistence(leaf) != RELPERSISTENCE_PERMANENT)

@@ -35,6 +35,7 @@
 #include "define.h"
 #include "parse.h"
 #include "run.h"
+#include "tablekind.h"
 #include "util.h"
 
 PG_FUNCTION_INFO_V1(autocdc_call_handler);
@@ -184,10 +185,7 @@ run_streaming_table(AutocdcStmt *s)
 	}
 	if (!OidIsValid(relid))
 		return;					/* reserved: the first flow into it creates it */
-	if (get_rel_relkind(relid) != RELKIND_RELATION)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" exists and is not a table", s->target)));
+	tablekind_check(relid, TABLE_TARGET, NULL);
 	foreach(lc, coldefs)
 	{
 		ColumnDef  *cd = lfirst(lc);

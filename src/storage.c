@@ -49,6 +49,7 @@
 #include "layout.h"
 #include "settings.h"
 #include "storage.h"
+#include "tablekind.h"
 #include "util.h"
 
 /* Name of a target's hidden-state table (unqualified). */
@@ -582,6 +583,22 @@ fill_older_rows(FlowDef *flow, ColInfo *s, bool new_target, bool new_state)
 }
 
 /*
+ * At every run, before anything is written: the target and the hidden
+ * state are still tables whose rows a run can address (tablekind.c), as
+ * create_flow found them; a table distributed with Citus since keeps its
+ * kind and oid.
+ */
+void
+storage_check_kinds(FlowDef *flow)
+{
+	Oid			state = storage_state_relid(flow->target_id);
+
+	tablekind_check(flow->target, TABLE_TARGET, flow->name);
+	if (OidIsValid(state))
+		tablekind_check(state, TABLE_STATE, flow->name);
+}
+
+/*
  * Follow source schema changes (semantics §4): a column added to a source whose
  * selection is "all" or "* except" is added to the target and the hidden
  * state; a captured column that was dropped, renamed or retyped fails the
@@ -632,6 +649,7 @@ storage_sync_columns(FlowDef *flow, bool refresh)
 		selection = lappend(selection, c->name);
 	}
 
+	storage_check_kinds(flow);
 	storage_check_owner(flow);
 	become_owner(flow->owner, &saved_uid, &saved_sec);
 	foreach(lc, flow->columns)

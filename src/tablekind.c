@@ -1,0 +1,168 @@
+/*-------------------------------------------------------------------------
+ *
+ * tablekind.c
+ *		Which kinds of table a flow can write and decode.
+ *
+ * A run updates and deletes the rows of a target and of its hidden state by
+ * their row id (ctid), which names one row only within one table: in a
+ * partitioned table it names a row of each partition, in a Citus table a
+ * row of each shard, and a foreign table keeps its rows elsewhere.  So a
+ * flow writes only ordinary tables, which create_flow checks and every run
+ * checks again (a table can be distributed with Citus after the flow was
+ * created, and keeps its kind and oid).  A change flow decodes its source's
+ * inserts from the WAL of this server, where the rows of a Citus table are
+ * not written (they go to its shards), so such a source is refused too.
+ *
+ * Citus is recognised by its catalog pg_catalog.pg_dist_partition (one row
+ * per table it manages), looked up by name and read directly; none of its
+ * functions is called.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_namespace.h"
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "tablekind.h"
+
+/*
+ * Citus' catalog of the tables it manages, or InvalidOid without Citus
+ * (only a superuser can create a table in pg_catalog).
+ */
+static Oid
+citus_catalog(void)
+{
+	Oid			relid = get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE);
+
+	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_RELATION)
+		return InvalidOid;
+	return relid;
+}
+
+/* A "char" or integer column of a pg_dist_partition row (0 if absent or NULL). */
+static int32
+dist_column(Relation rel, HeapTuple tup, const char *name)
+{
+	AttrNumber	attno = get_attnum(RelationGetRelid(rel), name);
+	Oid			typid;
+	bool		isnull;
+	Datum		d;
+
+	if (attno <= 0)
+		return 0;
+	typid = TupleDescAttr(RelationGetDescr(rel), attno - 1)->atttypid;
+	d = heap_getattr(tup, attno, RelationGetDescr(rel), &isnull);
+	if (isnull)
+		return 0;
+	if (typid == CHAROID)
+		return DatumGetChar(d);
+	if (typid == INT4OID)
+		return DatumGetInt32(d);
+	return 0;
+}
+
+/*
+ * What kind of Citus table relid is ("distributed table", "reference
+ * table"...), or NULL when Citus does not manage it (or is not installed).
+ * Reads pg_dist_partition under the latest snapshot: a table distributed
+ * by a transaction that committed after ours began is seen.
+ */
+const char *
+tablekind_citus(Oid relid)
+{
+	Oid			catalog = citus_catalog();
+	Relation	rel;
+	AttrNumber	attno;
+	ScanKeyData key;
+	Snapshot	snap;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	const char *kind = NULL;
+
+	if (!OidIsValid(catalog) ||
+		(attno = get_attnum(catalog, "logicalrelid")) <= 0)
+		return NULL;
+	rel = table_open(catalog, AccessShareLock);
+	ScanKeyInit(&key, attno, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
+	snap = RegisterSnapshot(GetLatestSnapshot());
+	scan = systable_beginscan(rel, InvalidOid, false, snap, 1, &key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+	{
+		char		method = (char) dist_column(rel, tup, "partmethod");
+
+		/* as Citus tells its kinds of table apart (pg_dist_partition.h) */
+		if (method == 'h' || method == 'a' || method == 'r')
+			kind = "distributed table";
+		else if (method == 'n' && dist_column(rel, tup, "repmodel") == 't')
+			kind = "reference table";
+		else if (method == 'n' && dist_column(rel, tup, "colocationid") != 0)
+			kind = "distributed table without a shard key";
+		else if (method == 'n')
+			kind = "managed local table";
+		else
+			kind = "table";
+	}
+	systable_endscan(scan);
+	UnregisterSnapshot(snap);
+	table_close(rel, AccessShareLock);
+	return kind;
+}
+
+/*
+ * Refuse a table whose rows a flow cannot address (its target or hidden
+ * state), or whose inserts it cannot decode (the source of a change flow):
+ * feature_not_supported for partitioned, foreign and Citus tables (kinds a
+ * later version may support), wrong_object_type for what is no table.
+ * flow: the flow's name for the message, or NULL while it is created.
+ */
+void
+tablekind_check(Oid relid, TableUse use, const char *flow)
+{
+	char		relkind = get_rel_relkind(relid);
+	const char *prefix = flow ? psprintf("flow \"%s\": ", flow) : "";
+	const char *what = psprintf(use == TABLE_TARGET ? "target \"%s\"" :
+								use == TABLE_STATE ? "hidden state \"%s\"" : "source \"%s\"",
+								get_rel_name(relid));
+	const char *citus;
+
+	if (use != TABLE_CHANGE_SOURCE && relkind != RELKIND_RELATION)
+	{
+		if (relkind == RELKIND_PARTITIONED_TABLE || relkind == RELKIND_FOREIGN_TABLE)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("%s%s is a %s", prefix, what,
+							relkind == RELKIND_FOREIGN_TABLE ? "foreign table" : "partitioned table"),
+					 errdetail("A flow writes only ordinary tables: a run addresses the rows it updates and deletes by their row id, which names one row only within one table."),
+					 errhint("Write the flow into an ordinary table.")));
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("%s%s is not an ordinary table", prefix, what)));
+	}
+	citus = tablekind_citus(relid);
+	if (citus == NULL)
+		return;
+	if (use == TABLE_CHANGE_SOURCE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s%s is a Citus %s", prefix, what, citus),
+				 errdetail("A change flow decodes the inserts of its source from this server's WAL; the rows of a Citus table are written to its shards."),
+				 errhint("Read it with a snapshot flow (autocdc.create_snapshot_flow), or let the application also insert its changes into a feed table on the coordinator.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("%s%s is a Citus %s", prefix, what, citus),
+			 errdetail("A flow writes only ordinary tables: a run addresses the rows it updates and deletes by their row id, which names one row only within one shard."),
+			 errhint("Write the flow into an ordinary table on the coordinator.")));
+}
