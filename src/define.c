@@ -230,6 +230,8 @@ check_source_relation(Oid relid, const char *name, bool once)
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("source \"%s\" is %s", name,
 						persistence == RELPERSISTENCE_TEMP ? "a temporary table" : "an unlogged table"),
+				 persistence == RELPERSISTENCE_TEMP ?
+				 errhint("Only its own session can read it; use an ordinary table.") :
 				 errhint("Its inserts are not written to the WAL; use a logged table, a snapshot flow or once => true.")));
 	tablekind_check(relid, TABLE_CHANGE_SOURCE, NULL);
 	if (relkind == RELKIND_PARTITIONED_TABLE)
