@@ -640,6 +640,24 @@ catalog_set_columns(FlowDef *flow, List *columns)
 	flow->columns = columns;
 }
 
+/*
+ * Record the sequence types of a flow's target, flattened at a run (a flow
+ * made before autocdc flattened domains): for every flow of the target.
+ */
+void
+catalog_set_seq_types(FlowDef *flow, Oid seq_type, Oid sysseq_type)
+{
+	CatArgs		a = {0};
+
+	arg_int4(&a, flow->target_id);
+	arg_oid(&a, seq_type);
+	arg_add(&a, OIDOID, ObjectIdGetDatum(sysseq_type), !OidIsValid(sysseq_type));
+	cat_exec("UPDATE autocdc.target SET seq_type = $2, sysseq_type = $3 "
+			 "WHERE id OPERATOR(pg_catalog.=) $1", &a, SPI_OK_UPDATE);
+	flow->seq_type = seq_type;
+	flow->sysseq_type = sysseq_type;
+}
+
 /* A snapshot flow's first run created its target: record it. */
 void
 catalog_set_snapshot_target(FlowDef *flow, int target_id, List *columns, List *track,

@@ -145,6 +145,7 @@ extern List *catalog_target_flows(int target_id);
 extern char *catalog_snapshot_flow_of(int target_id);
 extern char *catalog_flow_of_relation(Oid relid);
 extern void catalog_set_columns(FlowDef *flow, List *columns);
+extern void catalog_set_seq_types(FlowDef *flow, Oid seq_type, Oid sysseq_type);
 extern void catalog_set_snapshot_target(FlowDef *flow, int target_id, List *columns, List *track,
 										bool track_all);
 extern void catalog_set_snapshot_version(FlowDef *flow, const char *version);

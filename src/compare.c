@@ -232,7 +232,7 @@ events_sql(FlowDef *flow, Oid rel, const char *vliteral, bool full, bool keys_un
 			continue;
 		if (!name_in_list(flow->columns, name))
 		{
-			appendStringInfo(&sel, "NULL::%s, ", format_type_be_qualified(att->atttypid));
+			appendStringInfo(&sel, "NULL::%s, ", flat_type_name(att->atttypid, att->atttypmod));
 			continue;
 		}
 		cast = flat_cast(rel, name, att->atttypid);

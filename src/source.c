@@ -335,20 +335,6 @@ snapshot_read(FlowDef *flow, const char *sql, SnapshotRead *sr)
 }
 
 /*
- * The type of a NULL read for a column: its own with domains flattened
- * (a cast to a domain evaluates its CHECK, another role's code; the value
- * is NULL whatever its type).
- */
-static char *
-null_type(Form_pg_attribute att)
-{
-	int32		typmod = att->atttypmod;
-	Oid			typid = flatten_type(att->atttypid, &typmod);
-
-	return format_type_with_typemod(typid, typmod);
-}
-
-/*
  * A changes() flow refreshed with its target kept: a delete, at the
  * refresh's position, of every key the target's current rows have and the
  * source no longer has (read under the active snapshot), after the rows
@@ -390,7 +376,7 @@ source_read_missing(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 			name_in_list(flow->keys, NameStr(att->attname)))
 			appendStringInfo(&sql, "m.%s", quote_identifier(NameStr(att->attname)));
 		else
-			appendStringInfo(&sql, "NULL::%s", null_type(att));
+			appendStringInfo(&sql, "NULL::%s", flat_type_name(att->atttypid, att->atttypmod));
 	}
 	appendStringInfo(&sql, " FROM (SELECT %s FROM ONLY %s%s EXCEPT SELECT %s FROM %s%s) m",
 					 tkeys.data, qualified_relname(flow->target),
@@ -473,7 +459,7 @@ source_read_whole(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 			appendStringInfo(&sql, "%ss.%s", first ? "" : ", ",
 							 quote_identifier(NameStr(att->attname)));
 		else
-			appendStringInfo(&sql, "%sNULL::%s", first ? "" : ", ", null_type(att));
+			appendStringInfo(&sql, "%sNULL::%s", first ? "" : ", ", flat_type_name(att->atttypid, att->atttypmod));
 		first = false;
 	}
 	for (i = 0; flow->changes && i < PSEUDO_NCOLUMNS; i++)

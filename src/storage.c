@@ -510,6 +510,131 @@ sync_retype(FlowDef *flow, ColInfo *s, ColInfo *t, bool refresh, const char *tna
 	return true;
 }
 
+/* A period or sequence column to change to its base type (sync_sequence_types). */
+typedef struct SeqColumn
+{
+	const char *rel;			/* qualified name of its table */
+	const char *name;
+	Oid			typid;			/* the base type */
+	int32		typmod;
+} SeqColumn;
+
+/*
+ * What a flow made before autocdc flattened domains is to store instead of
+ * type typid (a sequence type, or the type of column col of table rel,
+ * col NULL: rel names the sequence): its base type when it carries a
+ * domain of a role other than the flow's owner, InvalidOid when nothing is
+ * to change.  Refused when flattening leaves another role's code: a
+ * composite or range type with a domain inside.
+ */
+static Oid
+seq_flat_type(FlowDef *flow, Oid typid, int32 *typmod, const char *col, const char *rel)
+{
+	Oid			foreign;
+	Oid			flat;
+
+	if (!OidIsValid(typid) || !OidIsValid(foreign = type_foreign_code(typid, flow->owner)))
+		return InvalidOid;
+	flat = flatten_type(typid, typmod);
+	if (flat != typid && !OidIsValid(type_foreign_code(flat, flow->owner)))
+		return flat;
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 col ? errmsg("flow \"%s\": column \"%s\" of \"%s\" has type %s, which carries a domain of role %s",
+						  flow->name, col, rel, format_type_be(typid),
+						  quote_identifier(GetUserNameFromId(type_owner(foreign), false))) :
+			 errmsg("flow \"%s\": the %s has type %s, which carries a domain of role %s",
+					flow->name, rel, format_type_be(typid),
+					quote_identifier(GetUserNameFromId(type_owner(foreign), false))),
+			 errdetail("The flow was made before autocdc stored domains as their base types. "
+					   "A domain's DEFAULT and CHECK are its owner's code, and would run as the flow's owner; "
+					   "autocdc cannot flatten a domain inside a composite or range type (here %s).",
+					   format_type_be(foreign)),
+			 errhint("Drop the flow and create it again, sequenced by ROW(...) of the type's fields or by a value of a type owned by the flow's owner.")));
+	return InvalidOid;			/* keep compiler quiet */
+}
+
+/* Note column name of relid (named rel) in cols[*n] if it is to be flattened. */
+static bool
+seq_column(FlowDef *flow, Oid relid, const char *rel, const char *name, SeqColumn *cols,
+		   int *n)
+{
+	AttrNumber	attnum = get_attnum(relid, name);
+	Oid			typid;
+	int32		typmod;
+	Oid			coll;
+	Oid			flat;
+
+	if (attnum == InvalidAttrNumber)
+		return false;
+	get_atttypetypmodcoll(relid, attnum, &typid, &typmod, &coll);
+	flat = seq_flat_type(flow, typid, &typmod, name, rel);
+	if (!OidIsValid(flat))
+		return false;
+	cols[*n].rel = rel;
+	cols[*n].name = name;
+	cols[*n].typid = flat;
+	cols[*n].typmod = typmod;
+	(*n)++;
+	return true;
+}
+
+/*
+ * A flow made before autocdc flattened domains may have another role's
+ * domain as its sequence or system sequence type, and so as the type of
+ * its target's period columns and its hidden state's sequence columns:
+ * each write would run that role's CHECK as the flow's owner.  At every
+ * run (part of storage_sync_columns, as the flow's owner) such columns are
+ * changed to their base types, a relabeling that keeps the values and
+ * evaluates no domain code, and *seq, *sysseq set to the flattened
+ * sequence types to record (InvalidOid: unchanged).  Only these few
+ * columns are looked at; types without another role's domain are left.
+ * Whatever cannot be flattened is refused before anything is altered, and
+ * so is a range type of the periods' index over such a domain (rebuilding
+ * the index would cast to the domain).
+ */
+static void
+sync_sequence_types(FlowDef *flow, const char *tname, const char *sname, Oid *seq,
+					Oid *sysseq)
+{
+	const StorageKind *kind = storage_kind(flow->scd);
+	Oid			state = storage_state_relid(flow->target_id);
+	SeqColumn	cols[FOLD_MAX_PERIODS + 2];
+	int			n = 0;
+	int			i;
+	bool		periods = false;
+	int32		typmod = -1;
+	Oid			range,
+				rangefn;
+	bool		ended_only;
+
+	*seq = seq_flat_type(flow, flow->seq_type, &typmod, NULL, "sequence");
+	typmod = -1;
+	*sysseq = seq_flat_type(flow, flow->sysseq_type, &typmod, NULL, "system sequence");
+	for (i = 0; i < kind->nperiods; i++)
+		periods |= seq_column(flow, flow->target, tname, kind->periods[i], cols, &n);
+	if (OidIsValid(state))
+	{
+		seq_column(flow, state, sname, STATE_SEQ_NAME, cols, &n);
+		seq_column(flow, state, sname, STATE_SYSSEQ_NAME, cols, &n);
+	}
+	if (periods && OidIsValid(range = storage_period_range(flow->target, &rangefn, &ended_only)) &&
+		OidIsValid(type_foreign_code(range, flow->owner)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("flow \"%s\": the index of the periods of target \"%s\" uses range type %s, which carries a domain of role %s",
+						flow->name, tname, format_type_be(range),
+						quote_identifier(GetUserNameFromId(type_owner(type_foreign_code(range, flow->owner)), false))),
+				 errdetail("The flow was made before autocdc stored domains as their base types. "
+						   "A domain's DEFAULT and CHECK are its owner's code, and would run as the flow's owner."),
+				 errhint("Drop that index (autocdc.as_of then reads the target without it), or drop the flow and create it again.")));
+	for (i = 0; i < n; i++)
+		spi_exec(psprintf("ALTER TABLE %s ALTER COLUMN %s TYPE %s", cols[i].rel,
+						  quote_identifier(cols[i].name),
+						  format_type_with_typemod(cols[i].typid, cols[i].typmod)),
+				 SPI_OK_UTILITY);
+}
+
 /*
  * Store value as what the rows of relid (every leaf of a partitioned one)
  * older than its column name read, as ADD COLUMN with a constant default
@@ -624,6 +749,8 @@ storage_sync_columns(FlowDef *flow, bool refresh)
 	ListCell   *lc;
 	Oid			saved_uid;
 	int			saved_sec;
+	Oid			seq,
+				sysseq;
 
 	/* a column the source gained with the name of one taken from a pseudo-column */
 	foreach(lc, pseudo)
@@ -652,6 +779,7 @@ storage_sync_columns(FlowDef *flow, bool refresh)
 	storage_check_kinds(flow);
 	storage_check_owner(flow);
 	become_owner(flow->owner, &saved_uid, &saved_sec);
+	sync_sequence_types(flow, tname, sname, &seq, &sysseq);
 	foreach(lc, flow->columns)
 	{
 		char	   *name = lfirst(lc);
@@ -697,6 +825,9 @@ storage_sync_columns(FlowDef *flow, bool refresh)
 			fill_older_rows(flow, orig, new_target, new_state);
 	}
 	restore_user(saved_uid, saved_sec);
+	if (OidIsValid(seq) || OidIsValid(sysseq))
+		catalog_set_seq_types(flow, OidIsValid(seq) ? seq : flow->seq_type,
+							  OidIsValid(sysseq) ? sysseq : flow->sysseq_type);
 	if (changed || list_length(selection) != list_length(flow->columns))
 	{
 		catalog_set_columns(flow, selection);

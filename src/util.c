@@ -627,6 +627,19 @@ flatten_type(Oid typid, int32 *typmod)
 	return typid;
 }
 
+/*
+ * The name of a type as autocdc stores it (flatten_type), for a NULL read
+ * for a column of type typid: a cast to a domain evaluates its CHECK,
+ * another role's code, and the value is NULL whatever its type.
+ */
+char *
+flat_type_name(Oid typid, int32 typmod)
+{
+	Oid			flat = flatten_type(typid, &typmod);
+
+	return format_type_with_typemod(flat, typmod);
+}
+
 /* Is a value of type typid stored as type stored (itself, or flattened)? */
 bool
 type_stored_as(Oid typid, Oid stored)

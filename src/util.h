@@ -76,6 +76,7 @@ extern char *column_definition(const char *name, Oid typid, int32 typmod, Oid co
 extern Oid	type_in_schema(const char *schema, const char *name);
 extern bool type_is_orderable(Oid typid);
 extern Oid	flatten_type(Oid typid, int32 *typmod);
+extern char *flat_type_name(Oid typid, int32 typmod);
 extern bool type_stored_as(Oid typid, Oid stored);
 extern Oid	type_foreign_code(Oid typid, Oid owner);
 extern Oid	type_owner(Oid typid);
