@@ -49,7 +49,9 @@ is(sql(q{SELECT string_agg(name || ':' || lane, ',' ORDER BY name) FROM autocdc.
 sql(q{INSERT INTO afeed VALUES (1, 1, 'a1'); INSERT INTO bfeed VALUES (1, 1, 'b1')});
 my $sa = $node->background_psql('postgres', on_error_stop => 0);
 my $sb = $node->background_psql('postgres', on_error_stop => 0);
-$_->query_safe(q{SET statement_timeout = '30s'}) for ($sa, $sb);
+# the moving run gives up first (the other one then still waits for it)
+$sa->query_safe(q{SET statement_timeout = '30s'});
+$sb->query_safe(q{SET statement_timeout = '60s'});
 $sa->query_safe('BEGIN');
 is($sa->query_safe(q{SELECT num_events FROM autocdc.run_flow('atgt')}), '1',
 	'a run that moves the paused flow applies its event');
@@ -78,8 +80,8 @@ sql(q{INSERT INTO afeed VALUES (2, 1, 'a2')});
 my $again = $sa->query(q{SELECT num_events FROM autocdc.run_flow('atgt')});
 is($again, '1', 'a second run in the moving transaction gets the main slot')
   or diag($sa->{stderr});
-$sa->query_safe('COMMIT');
-$sb->query_safe('COMMIT');
+$sa->query('COMMIT');
+$sb->query('COMMIT');
 is(sql(q{SELECT (SELECT string_agg(v, ',' ORDER BY id) FROM atgt) || '/' || (SELECT string_agg(v, ',') FROM btgt)}),
 	'a1,a2/b1', 'both runs applied their events');
 is(sql(q{SELECT string_agg(name || ':' || lane, ',' ORDER BY name) FROM autocdc.flows}),
@@ -97,15 +99,17 @@ is(sql(qq{SELECT confirmed_flush_lsn >= '$oldest' FROM pg_replication_slots s
 # --- 2. no moves in REPEATABLE READ -------------------------------------
 sql(q{SELECT autocdc.pause_flow('dtgt')});
 sql(q{INSERT INTO afeed VALUES (3, 1, 'a3'); INSERT INTO dfeed VALUES (1, 1, 'd1')});
-$sa->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ');
-$sa->query_safe('SELECT count(*) FROM atgt');	# takes the snapshot
+my $sr = $node->background_psql('postgres', on_error_stop => 0);
+$sr->query_safe(q{SET statement_timeout = '30s'});
+$sr->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ');
+$sr->query_safe('SELECT count(*) FROM atgt');	# takes the snapshot
 # the paused flow is run by hand meanwhile (in a transaction that has
 # written, so that this run moves nothing either)
 sql(q{BEGIN; SELECT pg_catalog.txid_current(); SELECT num_events FROM autocdc.run_flow('dtgt'); COMMIT;});
-my $rr = $sa->query(q{SELECT num_events FROM autocdc.run_flow('atgt')});
+my $rr = $sr->query(q{SELECT num_events FROM autocdc.run_flow('atgt')});
 is($rr, '1', 'a REPEATABLE READ run applies its flow although a flow due to move changed since its snapshot')
-  or diag($sa->{stderr});
-$sa->query_safe('COMMIT');
+  or diag($sr->{stderr});
+$sr->query('COMMIT');
 is(sql(q{SELECT lane FROM autocdc.flows WHERE name = 'dtgt'}), 'main',
 	'it moved nothing');
 sql(q{INSERT INTO afeed VALUES (4, 1, 'a4')});
@@ -114,7 +118,6 @@ is(sql(q{SELECT lane FROM autocdc.flows WHERE name = 'dtgt'}), 'laggard',
 	'the next run in READ COMMITTED moves the paused flow');
 is(sql(q{SELECT count(*) FROM atgt}), '4', 'every event of the flow is applied once');
 
-$sa->quit;
-$sb->quit;
+$_->quit for ($sa, $sb, $sr);
 $node->stop;
 done_testing();
