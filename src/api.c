@@ -5,9 +5,10 @@
  *		checks its arguments and hands them to a use case (define.c, run.c,
  *		snaprun.c).
  *
- * Every function refuses while this database's catalog is at another
- * version than the library, and while this session is applying a flow
- * (code that a run evaluates must not change or run flows).
+ * Every function refuses when the library was not preloaded, while this
+ * database's catalog is at another version than the library, and while
+ * this session is applying a flow (code that a run evaluates must not
+ * change or run flows).
  *
  *-------------------------------------------------------------------------
  */
@@ -28,6 +29,7 @@
 #include "compat.h"
 #include "define.h"
 #include "failures.h"
+#include "registry.h"
 #include "run.h"
 #include "snaprun.h"
 #include "util.h"
@@ -59,10 +61,19 @@ require_args(FunctionCallInfo fcinfo, int n, const char *const *names, const cha
 #define ARG_ARRAY(n) (PG_ARGISNULL(n) ? NULL : PG_GETARG_ARRAYTYPE_P(n))
 #define ARG_BOOL(n, dflt) (PG_ARGISNULL(n) ? (dflt) : PG_GETARG_BOOL(n))
 
-/* Checks every entry point makes first. */
+/*
+ * Checks every entry point makes first: the library was preloaded (else
+ * the shared state, the guards and the worker are missing), the catalog is
+ * current, and this session applies no flow.
+ */
 static void
 entry_checks(const char *what)
 {
+	if (!registry_attached())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("autocdc must be loaded via shared_preload_libraries"),
+				 errhint("Add autocdc to shared_preload_libraries in postgresql.conf and restart the server.")));
 	catalog_require_current();
 	run_refuse_while_applying(what);
 }

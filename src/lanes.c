@@ -220,7 +220,8 @@ lanes_rebalance(List *slow)
  * this transaction has not written (a slot copy needs that) and some move
  * is due (one query), or a laggard slot no flow is on is left: a rebalance
  * holds the moves lock, and with it the confirmation of either slot by
- * other runs, to the end of the transaction.
+ * other runs (which do not wait for it), to the end of the transaction.
+ * Not in a transaction that reads from one snapshot.
  */
 void
 lanes_rebalance_for_run(void)
@@ -233,6 +234,15 @@ lanes_rebalance_for_run(void)
 				lrestart;
 
 	if (registry_has_worker() || TransactionIdIsValid(GetTopTransactionIdIfAny()))
+		return;
+
+	/*
+	 * Under REPEATABLE READ or SERIALIZABLE, locking a flow's state that a
+	 * run committed since this transaction's snapshot would fail the run
+	 * with a serialization error: leave the moves to a later run in READ
+	 * COMMITTED (they only let the main slot forget WAL sooner).
+	 */
+	if (IsolationUsesXactSnapshot())
 		return;
 	main = slots_main_name();
 	if (main == NULL || !slots_positions(main, &mconf, &mrestart))

@@ -400,6 +400,8 @@ registry_blocked(void)
 	DbEntry    *e;
 	bool		blocked;
 
+	if (wshared == NULL)
+		return false;
 	LWLockAcquire(wshared->lock, LW_SHARED);
 	e = registry_entry(MyDatabaseId, false);
 	blocked = e != NULL && e->blocker != 0;
@@ -430,6 +432,8 @@ registry_want_laggard_worker(bool want)
 	DbEntry    *e;
 	bool		changed = false;
 
+	if (wshared == NULL)
+		return;
 	LWLockAcquire(wshared->lock, LW_EXCLUSIVE);
 	e = registry_entry(MyDatabaseId, false);
 	if (e && e->laggards != want)
@@ -449,6 +453,8 @@ registry_wake_other_lane(void)
 	DbEntry    *e;
 	Latch	   *latch = NULL;
 
+	if (wshared == NULL)
+		return;
 	LWLockAcquire(wshared->lock, LW_SHARED);
 	e = registry_entry(MyDatabaseId, false);
 	if (e)
@@ -479,6 +485,8 @@ registry_note_slot_error(int sqlerrcode, const char *message, const char *hint)
 	DbEntry    *e;
 	bool		first = false;
 
+	if (wshared == NULL)
+		return false;
 	LWLockAcquire(wshared->lock, LW_EXCLUSIVE);
 	e = registry_entry(MyDatabaseId, true);
 	if (e)
@@ -501,6 +509,8 @@ registry_clear_slot_error(void)
 	DbEntry    *e;
 	bool		had = false;
 
+	if (wshared == NULL)
+		return false;
 	LWLockAcquire(wshared->lock, LW_EXCLUSIVE);
 	e = registry_entry(MyDatabaseId, false);
 	if (e && e->slot_error_since != 0)
@@ -522,6 +532,8 @@ registry_note_copy_failing(bool failing)
 	DbEntry    *e;
 	bool		changed = false;
 
+	if (wshared == NULL)
+		return false;
 	LWLockAcquire(wshared->lock, LW_EXCLUSIVE);
 	e = registry_entry(MyDatabaseId, failing);
 	if (e && e->copy_failing != failing)
@@ -533,6 +545,17 @@ registry_note_copy_failing(bool failing)
 	return changed;
 }
 
+/*
+ * Is the registry in shared memory?  Not when the library was loaded
+ * without shared_preload_libraries: then the functions of this file that
+ * read or note something do nothing.
+ */
+bool
+registry_attached(void)
+{
+	return wshared != NULL;
+}
+
 /* Does a main worker serve this database now? */
 bool
 registry_has_worker(void)
@@ -540,6 +563,8 @@ registry_has_worker(void)
 	DbEntry    *e;
 	bool		result;
 
+	if (wshared == NULL)
+		return false;
 	LWLockAcquire(wshared->lock, LW_SHARED);
 	e = registry_entry(MyDatabaseId, false);
 	result = e != NULL && e->lanes[REGISTRY_MAIN_LANE].pid != 0;
@@ -563,6 +588,8 @@ autocdc_slot_error(PG_FUNCTION_ARGS)
 	bool		found = false;
 
 	InitMaterializedSRF(fcinfo, 0);
+	if (wshared == NULL)
+		return (Datum) 0;		/* not preloaded: no worker noted anything */
 	LWLockAcquire(wshared->lock, LW_SHARED);
 	e = registry_entry(MyDatabaseId, false);
 	if (e && e->slot_error_since != 0)
@@ -592,6 +619,8 @@ registry_mark_absent(void)
 {
 	DbEntry    *e;
 
+	if (wshared == NULL)
+		return;
 	LWLockAcquire(wshared->lock, LW_EXCLUSIVE);
 	e = registry_entry(MyDatabaseId, false);
 	if (e)

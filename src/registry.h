@@ -46,6 +46,7 @@ extern bool registry_note_slot_error(int sqlerrcode, const char *message, const 
 extern bool registry_clear_slot_error(void);
 extern bool registry_note_copy_failing(bool failing);
 extern bool registry_has_worker(void);
+extern bool registry_attached(void);
 extern void registry_launcher_started(void);
 extern List *registry_due(List *dbs, TimestampTz now, int *running, bool *pending);
 extern void registry_starting(Oid dboid, int lane, TimestampTz now);

@@ -267,6 +267,12 @@ slots_lock_moves(void)
  * Confirm the slot this process holds up to the oldest committed progress
  * of its flows, once the commits that recorded it are flushed; under the
  * moves lock (shared), with the flows as committed when it is granted.
+ *
+ * The lock is only tried: a run_flow that moves flows holds it to the end
+ * of its transaction and may then wait for the slot this process holds, a
+ * wait the deadlock detector does not see.  When it is busy, the slot is
+ * not confirmed this time (that only keeps its WAL a little longer); a
+ * later run or pass confirms it.
  */
 void
 slots_confirm_held(void)
@@ -276,7 +282,8 @@ slots_confirm_held(void)
 	bool		found;
 
 	moves_lock_tag(&tag);
-	(void) LockAcquire(&tag, ShareLock, true, false);
+	if (LockAcquire(&tag, ShareLock, true, true) == LOCKACQUIRE_NOT_AVAIL)
+		return;
 	PG_TRY();
 	{
 		found = catalog_oldest_progress(NameStr(MyReplicationSlot->data.name), &oldest);
