@@ -125,10 +125,13 @@ SELECT sd_run('sd_ty_copy') AS events;
 SELECT name, state FROM autocdc.flows WHERE name = 'sd_ty_copy';
 
 -- a source that loses its unique index on the keys: every run and refresh
--- fails, applying nothing, until it has one again
+-- fails, applying nothing, and the flow needs a resync: once an index is
+-- back, runs are still refused until a full_refresh
 CREATE TABLE sd_pk (id int NOT NULL, alt int NOT NULL, v text,
 	CONSTRAINT sd_pk_pkey PRIMARY KEY (id));
 INSERT INTO sd_pk VALUES (1, 10, 'a'), (2, 20, 'b');
+-- (so that the delete below can be told by its keys however the index moves)
+ALTER TABLE sd_pk REPLICA IDENTITY FULL;
 SELECT autocdc.create_flow(target => 'sd_pk_copy', source => 'changes(sd_pk)', keys => '{id}',
 	continuous => false);
 SELECT sd_run('sd_pk_copy') AS first_read;
@@ -146,12 +149,20 @@ DROP INDEX sd_pk_partial;
 ALTER TABLE sd_pk ADD CONSTRAINT sd_pk_deferred UNIQUE (id) DEFERRABLE;
 SELECT sd_show($$SELECT autocdc.run_flow('sd_pk_copy')$$) LIKE '55000:%' AS still_refused;
 ALTER TABLE sd_pk DROP CONSTRAINT sd_pk_deferred;
--- the copy folded the duplicate into key 1 and its delete deleted key 1:
--- the refresh reads the table again
+-- with an index again, a run would fold the duplicate into key 1 and its
+-- delete would delete key 1: still refused, still needs_resync
 CREATE UNIQUE INDEX sd_pk_id ON sd_pk (id);
+SELECT sd_show($$SELECT autocdc.run_flow('sd_pk_copy')$$);
+SELECT name, state FROM autocdc.flows WHERE name = 'sd_pk_copy';
+SELECT * FROM sd_pk_copy ORDER BY id;
+-- the refresh reads the table again
 SELECT num_events FROM autocdc.full_refresh('sd_pk_copy');
 SELECT * FROM sd_pk_copy ORDER BY id;
+SELECT NOT EXISTS (SELECT * FROM sd_pk EXCEPT SELECT * FROM sd_pk_copy)
+   AND NOT EXISTS (SELECT * FROM sd_pk_copy EXCEPT SELECT * FROM sd_pk) AS copy_is_table;
 SELECT name, state FROM autocdc.flows WHERE name = 'sd_pk_copy';
+INSERT INTO sd_pk VALUES (3, 30, 'c');
+SELECT sd_run('sd_pk_copy') AS events;
 
 -- autocdc.flows shows the source's current name
 CREATE SCHEMA sd_other;

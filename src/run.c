@@ -377,6 +377,8 @@ run_refresh(FlowDef *flow, RunMetrics *m)
 			flows = lappend(flows, f);
 	}
 	(void) catalog_lock_target(flow->target_id, false);
+	/* a table no run can write is refused before anything is deleted */
+	storage_check_kinds(flow);
 
 	become_owner(flow->owner, &saved_uid, &saved_sec);
 	spi_exec(psprintf("DELETE FROM %s",

@@ -2047,7 +2047,8 @@ check_condition(FlowDef *flow, const char *expr, const char *what)
  * (an unlogged one writes no WAL for its inserts, so decoding never sees
  * them), and none is a Citus table (whose rows its shards write); a
  * changes() source still has a unique index on the keys (or rows
- * sharing a key would be folded into one); row-level security does not
+ * sharing a key would be folded into one: the flow then needs a resync);
+ * row-level security does not
  * apply to the owner (decoded rows are not filtered by policies); and the
  * flow's expressions still have the types the flow was created with (a
  * retyped column would be cast silently).
@@ -2088,6 +2089,12 @@ source_check(FlowDef *flow)
 		}
 	}
 	if (flow->changes && !relation_has_unique_key_index(flow->source, flow->keys))
+	{
+		/*
+		 * Rows that shared a key meanwhile were folded by the changes the
+		 * WAL holds: once an index is back, only a full read is right.
+		 */
+		failures_note_resync(flow->id);
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("flow \"%s\": source \"%s\" no longer has a unique index on the flow's keys",
@@ -2095,6 +2102,7 @@ source_check(FlowDef *flow)
 				 errdetail("A changes() flow needs a unique, immediate (not deferrable), non-partial index whose columns are all among its keys, so that a key names one row of the table; without one, rows that share a key would be folded into one."),
 				 errhint("Create a unique index on the keys again (or a primary key), removing the rows that share a key first, then run SELECT autocdc.full_refresh(%s).",
 						 quote_literal_cstr(flow->name))));
+	}
 	if (check_enable_rls(flow->source, flow->owner, true) == RLS_ENABLED)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),

@@ -14,8 +14,9 @@
  * not written (they go to its shards), so such a source is refused too.
  *
  * Citus is recognised by its catalog pg_catalog.pg_dist_partition (one row
- * per table it manages), looked up by name and read directly; none of its
- * functions is called.
+ * per table it manages), looked up by name and read directly (through its
+ * index on logicalrelid when there is one); none of its functions is
+ * called.  Without Citus, that costs one syscache lookup per table.
  *
  *-------------------------------------------------------------------------
  */
@@ -25,7 +26,9 @@
 #include "access/htup_details.h"
 #include "access/stratnum.h"
 #include "access/table.h"
+#include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
@@ -34,6 +37,7 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 
 #include "tablekind.h"
 
@@ -49,6 +53,40 @@ citus_catalog(void)
 	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_RELATION)
 		return InvalidOid;
 	return relid;
+}
+
+/*
+ * Citus' index on pg_dist_partition.logicalrelid (as Citus names it, in
+ * the catalog's schema), or InvalidOid when there is no such usable btree
+ * index: the catalog is then scanned whole.
+ */
+static Oid
+citus_catalog_index(Oid catalog, AttrNumber attno)
+{
+	Oid			indexid = get_relname_relid("pg_dist_partition_logical_relid_index",
+											get_rel_namespace(catalog));
+	HeapTuple	tup;
+	Form_pg_index index;
+	bool		usable;
+
+	if (!OidIsValid(indexid))
+		return InvalidOid;
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(indexid));
+	if (!HeapTupleIsValid(tup))
+		return InvalidOid;
+	usable = ((Form_pg_class) GETSTRUCT(tup))->relam == BTREE_AM_OID;
+	ReleaseSysCache(tup);
+	if (!usable)
+		return InvalidOid;
+	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexid));
+	if (!HeapTupleIsValid(tup))
+		return InvalidOid;
+	index = (Form_pg_index) GETSTRUCT(tup);
+	usable = index->indrelid == catalog && index->indisvalid && index->indisready &&
+		index->indnkeyatts >= 1 && index->indkey.values[0] == attno &&
+		heap_attisnull(tup, Anum_pg_index_indpred, NULL);
+	ReleaseSysCache(tup);
+	return usable ? indexid : InvalidOid;
 }
 
 /* A "char" or integer column of a pg_dist_partition row (0 if absent or NULL). */
@@ -89,6 +127,7 @@ tablekind_citus(Oid relid)
 	Snapshot	snap;
 	SysScanDesc scan;
 	HeapTuple	tup;
+	Oid			index;
 	const char *kind = NULL;
 
 	if (!OidIsValid(catalog) ||
@@ -97,7 +136,8 @@ tablekind_citus(Oid relid)
 	rel = table_open(catalog, AccessShareLock);
 	ScanKeyInit(&key, attno, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
 	snap = RegisterSnapshot(GetLatestSnapshot());
-	scan = systable_beginscan(rel, InvalidOid, false, snap, 1, &key);
+	index = citus_catalog_index(catalog, attno);
+	scan = systable_beginscan(rel, index, OidIsValid(index), snap, 1, &key);
 	tup = systable_getnext(scan);
 	if (HeapTupleIsValid(tup))
 	{
@@ -132,11 +172,20 @@ void
 tablekind_check(Oid relid, TableUse use, const char *flow)
 {
 	char		relkind = get_rel_relkind(relid);
+	char	   *name = get_rel_name(relid);
 	const char *prefix = flow ? psprintf("flow \"%s\": ", flow) : "";
-	const char *what = psprintf(use == TABLE_TARGET ? "target \"%s\"" :
-								use == TABLE_STATE ? "hidden state \"%s\"" : "source \"%s\"",
-								get_rel_name(relid));
+	const char *noun = use == TABLE_TARGET ? "target" :
+		use == TABLE_STATE ? "hidden state" : "source";
+	const char *what;
 	const char *citus;
+
+	/* dropped by a transaction that committed since the caller found it */
+	if (name == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("%s%s table with OID %u no longer exists", prefix, noun, relid),
+				 errdetail("It was dropped while the run or the command was starting.")));
+	what = psprintf("%s \"%s\"", noun, name);
 
 	if (use != TABLE_CHANGE_SOURCE && relkind != RELKIND_RELATION)
 	{

@@ -6,7 +6,9 @@
 # reference and so on, the way create_distributed_table does after a flow
 # was created: run_flow and the worker refuse the target or hidden state
 # with feature_not_supported and write nothing, the flow shows the error,
-# and runs go on once the mark is gone.  A partitioned or distributed table
+# and runs go on once the mark is gone; full_refresh deletes nothing
+# before it refuses.  The catalog is read through its index on logicalrelid
+# when it has one, and whole without.  A partitioned or distributed table
 # is refused as a target at create_flow, a distributed one as the source of
 # a change flow.  On PostgreSQL 15, where an empty table can still be turned
 # into a view, a target turned into one is refused by the next run too.
@@ -31,6 +33,8 @@ $node->safe_psql($db, q{
 		logicalrelid regclass NOT NULL, partmethod "char" NOT NULL, partkey text,
 		colocationid integer DEFAULT 0 NOT NULL, repmodel "char" DEFAULT 'c' NOT NULL,
 		autoconverted boolean DEFAULT false);
+	CREATE UNIQUE INDEX pg_dist_partition_logical_relid_index
+		ON pg_catalog.pg_dist_partition USING btree (logicalrelid);
 	CREATE TABLE feed (id int, v text, seq int, op text);
 	SELECT autocdc.create_flow('t1', 'feed', '{id}', 'seq', apply_as_deletes => $$op = 'D'$$);
 	SELECT autocdc.create_flow('t2', 'feed', '{id}', 'seq', apply_as_deletes => $$op = 'D'$$,
@@ -89,6 +93,12 @@ $node->safe_psql($db, q{INSERT INTO pg_dist_partition VALUES ('t2', 'n', NULL, 0
 refused_run('t2', '0A000', 'flow "t2": target "t2" is a Citus reference table',
 	'SCD 2 target made a reference table');
 
+# the catalog is read through Citus' index on logicalrelid, as Citus names it
+ok($node->poll_query_until($db, q{
+	SELECT idx_scan > 0 FROM pg_stat_all_indexes
+	 WHERE indexrelname = 'pg_dist_partition_logical_relid_index'}),
+	'pg_dist_partition is read through its index');
+
 # full_refresh too
 my ($ret, $out);
 ($ret, $out, $err) = $node->psql($db, "SELECT * FROM autocdc.full_refresh('t1')");
@@ -102,6 +112,19 @@ $node->safe_psql($db, qq{
 my ($sname) = $state2 =~ /\.(.*)/;
 refused_run('t2', '0A000', qq{flow "t2": hidden state "$sname" is a Citus distributed table},
 	'SCD 2 hidden state distributed');
+# full_refresh refuses it before it deletes anything from it (a statement
+# trigger counts the deletes in a sequence, which a rollback does not undo)
+$node->safe_psql($db, qq{
+	CREATE SEQUENCE state_deletes;
+	CREATE FUNCTION count_delete() RETURNS trigger LANGUAGE plpgsql
+		AS \$\$BEGIN PERFORM nextval('public.state_deletes'); RETURN NULL; END\$\$;
+	CREATE TRIGGER count_delete BEFORE DELETE ON $state2
+		FOR EACH STATEMENT EXECUTE FUNCTION count_delete();});
+($ret, $out, $err) = $node->psql($db, "SELECT * FROM autocdc.full_refresh('t2')");
+like($err, qr/hidden state "\Q$sname\E" is a Citus distributed table/, 'full_refresh refused');
+is($node->safe_psql($db, q{SELECT last_value || ' ' || is_called FROM state_deletes}), '1 false',
+	'full_refresh deleted nothing from the hidden state before refusing it');
+$node->safe_psql($db, qq{DROP TRIGGER count_delete ON $state2});
 
 # the worker refuses as well, writing nothing
 $node->safe_psql($db, qq{
@@ -136,7 +159,10 @@ is($node->safe_psql($db, q{SELECT state FROM autocdc.flows WHERE name IN ('t1', 
 	'idle', 'the flows are idle again');
 
 # at create_flow: a distributed, reference or partitioned target; a distributed source
+# (the catalog read without its index this time)
 $node->safe_psql($db, q{
+	SET allow_system_table_mods = on;
+	DROP INDEX pg_catalog.pg_dist_partition_logical_relid_index;
 	CREATE TABLE d1 (id int, v text);
 	CREATE TABLE r1 (id int, v text);
 	CREATE TABLE p1 (id int, v text) PARTITION BY RANGE (id);
