@@ -21,7 +21,6 @@
 #include "catalog/pg_authid.h"
 #include "executor/spi.h"
 #include "funcapi.h"
-#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
@@ -175,16 +174,6 @@ void
 failures_note_resync(int32 flow_id)
 {
 	failing_resync = flow_id;
-}
-
-/* Copy text into a fixed buffer, cut at a character boundary ("" for NULL). */
-static void
-copy_clipped(char *dst, const char *src, int size)
-{
-	int			len = src ? pg_mbcliplen(src, strlen(src), size - 1) : 0;
-
-	memcpy(dst, src ? src : "", len);
-	dst[len] = '\0';
 }
 
 /*

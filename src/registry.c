@@ -25,7 +25,6 @@
 #include "access/xact.h"
 #include "commands/dbcommands.h"
 #include "funcapi.h"
-#include "mb/pg_wchar.h"
 #include "commands/defrem.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
@@ -39,6 +38,7 @@
 
 #include "registry.h"
 #include "settings.h"
+#include "util.h"
 
 /* A registered worker that has not started after this long is given up (ms). */
 #define START_TIMEOUT_MS 30000
@@ -462,16 +462,6 @@ registry_wake_other_lane(void)
 	LWLockRelease(wshared->lock);
 	if (latch)
 		SetLatch(latch);
-}
-
-/* Copy text into a fixed buffer, cut at a character boundary. */
-static void
-copy_clipped(char *dst, const char *src, int size)
-{
-	int			len = src ? pg_mbcliplen(src, strlen(src), size - 1) : 0;
-
-	memcpy(dst, src ? src : "", len);
-	dst[len] = '\0';
 }
 
 /*

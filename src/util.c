@@ -20,6 +20,7 @@
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "parser/scansup.h"
@@ -828,4 +829,17 @@ column_array(List *names, List *from)
 		d[i++] = CStringGetTextDatum(q);
 	}
 	return PointerGetDatum(construct_array(d, i, TEXTOID, -1, false, TYPALIGN_INT));
+}
+
+/*
+ * Copy text into a fixed buffer of size bytes, cut at a character boundary
+ * so that what is kept is valid in the server encoding ("" for NULL).
+ */
+void
+copy_clipped(char *dst, const char *src, int size)
+{
+	int			len = src ? pg_mbcliplen(src, strlen(src), size - 1) : 0;
+
+	memcpy(dst, src ? src : "", len);
+	dst[len] = '\0';
 }

@@ -81,5 +81,6 @@ extern bool type_stored_as(Oid typid, Oid stored);
 extern Oid	type_foreign_code(Oid typid, Oid owner);
 extern Oid	type_owner(Oid typid);
 extern char *equality_operator(Oid typid);
+extern void copy_clipped(char *dst, const char *src, int size);
 
 #endif							/* AUTOCDC_UTIL_H */
