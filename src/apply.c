@@ -1834,19 +1834,19 @@ fold_all(ApplyCtx *a, const char *sql)
 static void
 write_differences(ApplyCtx *a, FlowDef *flow)
 {
-	RepOriginId saved_origin = replorigin_session_origin;
+	compat_ReplOriginId saved_origin = compat_session_origin;
 
 	delete_tids(flow->target, a->tdel, a->ntdel);
 	insert_rows(a);
 	PG_TRY();
 	{
-		replorigin_session_origin = DoNotReplicateId;
+		compat_session_origin = DoNotReplicateId;
 		delete_tids(a->staterel, a->sdel, a->nsdel);
 		insert_state_rows(a);
 	}
 	PG_FINALLY();
 	{
-		replorigin_session_origin = saved_origin;
+		compat_session_origin = saved_origin;
 	}
 	PG_END_TRY();
 }

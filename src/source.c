@@ -789,7 +789,7 @@ filter_build(DecodeState *st, int64 evict_after)
  * decoded.
  */
 static bool
-filter_by_origin(LogicalDecodingContext *ctx, RepOriginId origin_id)
+filter_by_origin(LogicalDecodingContext *ctx, compat_ReplOriginId origin_id)
 {
 	DecodeState *st = ctx->output_writer_private;
 
@@ -954,7 +954,7 @@ capture_begin(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
 	ListCell   *fl;
 
 	st->commit_lsn = txn->final_lsn;
-	st->commit_time = txn->xact_time.commit_time;
+	st->commit_time = compat_txn_commit_time(txn);
 	st->any_keep = false;
 	foreach(fl, st->feeds)
 	{
@@ -972,7 +972,7 @@ capture_begin(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
 		fc->skip = fc->keep && !XLogRecPtrIsInvalid(flow->skip_upto) &&
 			txn->final_lsn <= flow->skip_upto;
 		if (fc->keep && !fc->skip)
-			fc->c->m->last_commit_time = txn->xact_time.commit_time;
+			fc->c->m->last_commit_time = compat_txn_commit_time(txn);
 		st->any_keep |= fc->keep;
 	}
 }
