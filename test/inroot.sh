@@ -17,7 +17,7 @@
 # Services never start inside the root (policy-rc.d), processes left in it
 # are ended, and its mounts (/proc, /dev, /dev/pts, /dev/shm) are undone on
 # exit.  apt ignores the Valid-Until of stale release files of the archive.
-# Exits with CMD's status.
+# Exits with CMD's status, or 3 when the root or its packages cannot be had.
 set -euo pipefail
 if [ "$(id -u)" -ne 0 ]; then echo "run as root" >&2; exit 1; fi
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -93,7 +93,7 @@ base_tar() {
 	root=$(mktemp -d /var/tmp/autocdc-root.XXXXXX)
 	chmod 755 "$root"
 	debootstrap --variant=minbase "$suite" "$root" "$mirror" >"$root.log" 2>&1 ||
-		{ tail -20 "$root.log" >&2; exit 1; }
+		{ tail -20 "$root.log" >&2; exit 3; }
 	rm -f "$root.log"
 	# the archive's own words: no services in a root; stale release files
 	printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
@@ -129,7 +129,7 @@ pkgs_tar() {
 	if ! chroot "$root" sh -c "apt-get update -qq && apt-get install -y -qq perl >/dev/null &&
 		apt-get install -y -qq --no-install-recommends ${target[*]} $pkgs >/dev/null && apt-get clean" >&2; then
 		echo "cannot install $pkgs in the $suite root" >&2
-		exit 1
+		exit 3
 	fi
 	leave
 	tar -C "$root" --zstd -cf "$t.tmp" . && mv "$t.tmp" "$t"
