@@ -18,6 +18,8 @@
 # are ended, and its mounts (/proc, /dev, /dev/pts, /dev/shm) are undone on
 # exit.  apt ignores the Valid-Until of stale release files of the archive.
 # Exits with CMD's status, or 3 when the root or its packages cannot be had.
+# the whole script is read before it runs (a checkout edited meanwhile changes nothing)
+main() {
 set -euo pipefail
 if [ "$(id -u)" -ne 0 ]; then echo "run as root" >&2; exit 1; fi
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -160,3 +162,5 @@ for c in ${copy_out[@]+"${copy_out[@]}"}; do
 	cp -a "$root${c%%:*}" "${c#*:}" || status=1
 done
 exit $status
+}
+main "$@"
