@@ -15,8 +15,8 @@
 #   --copy-in SRC:DEST   copy SRC (a file or directory) into the root at DEST
 #   --copy-out SRC:DEST  after CMD, copy the root's SRC out to DEST
 # Services never start inside the root (policy-rc.d), processes left in it
-# are ended, and its mounts (/proc, /dev, /dev/pts, /dev/shm) are undone on
-# exit.  apt ignores the Valid-Until of stale release files of the archive.
+# are ended, and its mounts (/proc, and a /dev of its own with /dev/pts and
+# /dev/shm) are undone on exit.  apt ignores the Valid-Until of stale release files of the archive.
 # Exits with CMD's status, or 3 when the root or its packages cannot be had.
 # the whole script is read before it runs (a checkout edited meanwhile changes nothing)
 main() {
@@ -71,11 +71,21 @@ enter() {
 	# dpkg need not sync a throwaway root
 	echo force-unsafe-io >"$root/etc/dpkg/dpkg.cfg.d/autocdc-unsafe-io"
 	mount -t proc proc "$root/proc" && mounted+=("$root/proc")
-	local d
-	for d in dev dev/pts dev/shm; do
-		mkdir -p "$root/$d"
-		mount --bind "/$d" "$root/$d" && mounted+=("$root/$d")
+	# a /dev of the root's own (not the host's, which a removal inside the
+	# root would reach): the usual nodes, its own pseudo-terminals and
+	# shared memory
+	mkdir -p "$root/dev"
+	mount -t tmpfs -o mode=755,size=64m autocdc-dev "$root/dev" && mounted+=("$root/dev")
+	local n
+	for n in null:1:3 zero:1:5 full:1:7 random:1:8 urandom:1:9 tty:5:0; do
+		mknod -m 666 "$root/dev/${n%%:*}" c "$(echo "$n" | cut -d: -f2)" "${n##*:}"
 	done
+	ln -s /proc/self/fd "$root/dev/fd"
+	for n in 0:stdin 1:stdout 2:stderr; do ln -s "/proc/self/fd/${n%%:*}" "$root/dev/${n#*:}"; done
+	mkdir -p "$root/dev/pts" "$root/dev/shm"
+	mount -t devpts -o newinstance,ptmxmode=0666,mode=620 devpts "$root/dev/pts" && mounted+=("$root/dev/pts")
+	ln -s pts/ptmx "$root/dev/ptmx"
+	mount -t tmpfs -o mode=1777 autocdc-shm "$root/dev/shm" && mounted+=("$root/dev/shm")
 	cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
 }
 leave() {
