@@ -145,6 +145,27 @@ typedef RepOriginId compat_ReplOriginId;
 #define compat_session_origin replorigin_session_origin
 #endif
 
+/*
+ * A tuple descriptor built entry by entry is finished before use (19
+ * caches the attributes' offsets then; before, there is nothing to do).
+ */
+#include "access/tupdesc.h"
+#if PG_VERSION_NUM >= 190000
+#define compat_TupleDescFinalize(desc) TupleDescFinalize(desc)
+#else
+#define compat_TupleDescFinalize(desc) ((void) (desc))
+#endif
+
+/*
+ * How the server prints an LSN, for messages that name one the way
+ * pg_lsn's output does (19 pads the low half to eight digits).
+ */
+#if PG_VERSION_NUM >= 190000
+#define COMPAT_LSN_FORMAT "%X/%08X"
+#else
+#define COMPAT_LSN_FORMAT "%X/%X"
+#endif
+
 /* Ownership and ACL checks (16 made them generic over catalogs). */
 #if PG_VERSION_NUM >= 160000
 #include "catalog/pg_class.h"
