@@ -81,6 +81,18 @@ sub visit
 visit($_) for sort keys %includes;
 is(join(' -> ', @cycle), '', 'no module includes itself through others');
 
+# an alternative expected output differs from its file only where a newer
+# PostgreSQL prints differently (psql 19's \d says "Included in
+# publications:"), so that the two never drift apart
+for my $alt (glob(($ENV{TESTDIR} // '.') . '/expected/*_1.out'))
+{
+	(my $main = $alt) =~ s/_1\.out$/.out/;
+	my $want = do { local $/; open(my $fh, '<', $main) or die "cannot read $main: $!"; <$fh> };
+	my $have = do { local $/; open(my $fh, '<', $alt) or die "cannot read $alt: $!"; <$fh> };
+	$want =~ s/^Publications:$/Included in publications:/mg;
+	ok($have eq $want, "$alt is $main with PostgreSQL 19's psql output");
+}
+
 # the PGXN metadata describes this release
 use JSON::PP;
 my $top = ($ENV{TESTDIR} // '.');
