@@ -155,6 +155,12 @@ pkgs_tar
 root=$(mktemp -d /var/tmp/autocdc-root.XXXXXX)
 tar -C "$root" --zstd -xf "$tarball"
 chmod 755 "$root"
+# a stable release's updates and security suites, as Debian's installer
+# sets them up (debootstrap adds only the release itself)
+if [ "$suite" != sid ] && [ ! -f "$root/etc/apt/sources.list.d/autocdc-updates.list" ]; then
+	printf 'deb %s %s-updates main\ndeb %s-security %s-security main\n' \
+		"$mirror" "$suite" "$mirror" "$suite" >"$root/etc/apt/sources.list.d/autocdc-updates.list"
+fi
 # this checkout, without git's files and build products
 mkdir -p "$root/autocdc"
 tar -C "$here" --exclude=.git --exclude-vcs-ignores -cf - . | tar -C "$root/autocdc" -xf -
