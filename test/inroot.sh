@@ -116,6 +116,8 @@ base_tar() {
 	rm -rf "$root"
 	root=""
 	tarball=$t
+	# the suite's older roots, and the roots made from them, are not used again
+	find "$cache" -maxdepth 1 -name "$suite-*.tar.zst" ! -newer "$t" ! -name "${t##*/}" -delete
 }
 
 # sets $tarball to the root with $pkgs installed (the bare one when none)
