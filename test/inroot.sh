@@ -63,7 +63,16 @@ cleanup() {
 	for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do
 		umount "${mounted[$i]}" 2>/dev/null || umount -l "${mounted[$i]}" 2>/dev/null || true
 	done
-	if ! grep -q " $root/" /proc/mounts; then rm -rf "$root"; fi
+	remove_root
+}
+# removes the root, unless something is still mounted in it
+remove_root() {
+	if grep -q " $root/" /proc/mounts; then
+		echo "left $root: something is still mounted in it" >&2
+	else
+		rm -rf "$root"
+	fi
+	root=""
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -113,8 +122,7 @@ base_tar() {
 	echo 'Acquire::Check-Valid-Until "false";' >"$root/etc/apt/apt.conf.d/99autocdc-valid-until"
 	rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*_Packages
 	tar -C "$root" --zstd -cf "$t.tmp" . && mv "$t.tmp" "$t"
-	rm -rf "$root"
-	root=""
+	remove_root
 	tarball=$t
 	# the suite's older roots, and the roots made from them, are not used again
 	find "$cache" -maxdepth 1 -name "$suite-*.tar.zst" ! -newer "$t" ! -name "${t##*/}" -delete
@@ -147,8 +155,7 @@ pkgs_tar() {
 	fi
 	leave
 	tar -C "$root" --zstd -cf "$t.tmp" . && mv "$t.tmp" "$t"
-	rm -rf "$root"
-	root=""
+	remove_root
 	tarball=$t
 }
 
