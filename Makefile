@@ -28,3 +28,11 @@ PG_PROVE_FLAGS += -I $(srcdir)/test/t
 $(OBJS): $(wildcard $(dir $(firstword $(MAKEFILE_LIST)))src/*.h)
 # the library version comes from the control file
 src/autocdc.o src/worker.o: autocdc.control
+
+# the PGXN release archive, autocdc-<version>.zip: the committed files of
+# HEAD under autocdc-<version>/ (the version is META.json's)
+DIST_VERSION = $(shell sed -n 's/^   "version": "\(.*\)",$$/\1/p' $(srcdir)/META.json)
+dist:
+	git -C $(srcdir) archive --format zip --prefix=$(EXTENSION)-$(DIST_VERSION)/ \
+		-o $(abspath $(EXTENSION)-$(DIST_VERSION).zip) HEAD
+.PHONY: dist

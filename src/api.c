@@ -349,7 +349,7 @@ autocdc_skip_events(PG_FUNCTION_ARGS)
 	if (upto > GetXLogInsertRecPtr())
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("cannot skip source transactions up to %X/%X: the WAL ends at %X/%X",
+				 errmsg("cannot skip source transactions up to " COMPAT_LSN_FORMAT ": the WAL ends at " COMPAT_LSN_FORMAT,
 						LSN_FORMAT_ARGS(upto), LSN_FORMAT_ARGS(GetXLogInsertRecPtr())),
 				 errdetail("Every transaction committed later would be skipped."),
 				 errhint("Give the commit LSN that the flow's error names.")));

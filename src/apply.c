@@ -465,6 +465,7 @@ keys_setup(ApplyCtx *a)
 		TupleDescInitEntry(a->keydesc, k + 1, a->c.dnames[i], att->atttypid, att->atttypmod, 0);
 		TupleDescInitEntryCollation(a->keydesc, k + 1, att->attcollation);
 	}
+	compat_TupleDescFinalize(a->keydesc);
 	a->keydesc = BlessTupleDesc(a->keydesc);
 	a->keyts = tuplestore_begin_heap(false, false, settings_store_mem());
 	a->keycxt = AllocSetContextCreate(a->cxt, "autocdc touched keys", ALLOCSET_DEFAULT_SIZES);
@@ -664,7 +665,7 @@ invalid_event(ClassifyScan *cs, XLogRecPtr lsn, int64 ord, bool null_key, bool s
 			if (ORD_IS_SNAPSHOT(ord))
 				appendStringInfo(&cs->skipped, "%s: %s, read from the table", key, what);
 			else
-				appendStringInfo(&cs->skipped, "%s: %s, committed at LSN %X/%X",
+				appendStringInfo(&cs->skipped, "%s: %s, committed at LSN " COMPAT_LSN_FORMAT,
 								 key, what, LSN_FORMAT_ARGS(lsn));
 		}
 		return;
@@ -681,12 +682,12 @@ invalid_event(ClassifyScan *cs, XLogRecPtr lsn, int64 ord, bool null_key, bool s
 	ereport(ERROR,
 			(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 			 errmsg("flow \"%s\": event with key %s has %s", f->name, key, what),
-			 errdetail("The event's source transaction committed at LSN %X/%X.",
+			 errdetail("The event's source transaction committed at LSN " COMPAT_LSN_FORMAT ".",
 					   LSN_FORMAT_ARGS(lsn)),
 			 null_key ?
-			 errhint("Pass it with SELECT autocdc.skip_events(%s, '%X/%X').",
+			 errhint("Pass it with SELECT autocdc.skip_events(%s, '" COMPAT_LSN_FORMAT "').",
 					 quote_literal_cstr(f->name), LSN_FORMAT_ARGS(lsn)) :
-			 errhint("Pass it with SELECT autocdc.skip_events(%s, '%X/%X'), or recreate the flow with a sequence that is never null.",
+			 errhint("Pass it with SELECT autocdc.skip_events(%s, '" COMPAT_LSN_FORMAT "'), or recreate the flow with a sequence that is never null.",
 					 quote_literal_cstr(f->name), LSN_FORMAT_ARGS(lsn))));
 }
 
@@ -1257,6 +1258,7 @@ touched_keys_join(ApplyCtx *a)
 						 quote_identifier(a->c.dnames[i]), equality_operator(att->atttypid),
 						 quote_identifier(a->c.dnames[i]));
 	}
+	compat_TupleDescFinalize(desc);
 	desc = BlessTupleDesc(desc);
 	if (a->keyhash != NULL)
 	{
@@ -1859,19 +1861,19 @@ fold_all(ApplyCtx *a, const char *sql)
 static void
 write_differences(ApplyCtx *a, FlowDef *flow)
 {
-	RepOriginId saved_origin = replorigin_session_origin;
+	compat_ReplOriginId saved_origin = compat_session_origin;
 
 	delete_tids(flow->target, a->tdel, a->ntdel);
 	insert_rows(a);
 	PG_TRY();
 	{
-		replorigin_session_origin = DoNotReplicateId;
+		compat_session_origin = DoNotReplicateId;
 		delete_tids(a->staterel, a->sdel, a->nsdel);
 		insert_state_rows(a);
 	}
 	PG_FINALLY();
 	{
-		replorigin_session_origin = saved_origin;
+		compat_session_origin = saved_origin;
 	}
 	PG_END_TRY();
 }

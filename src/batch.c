@@ -33,6 +33,7 @@
 #include "utils/typcache.h"
 
 #include "batch.h"
+#include "compat.h"
 #include "layout.h"
 
 PG_FUNCTION_INFO_V1(autocdc_batch);
@@ -93,6 +94,7 @@ batch_source_desc(Oid source, bool pseudo)
 			TupleDescInitEntryCollation(desc, n, DEFAULT_COLLATION_OID);
 	}
 	relation_close(rel, NoLock);
+	compat_TupleDescFinalize(desc);
 	return BlessTupleDesc(desc);
 }
 

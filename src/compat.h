@@ -2,9 +2,10 @@
  *
  * compat.h
  *		PG_VERSION_NUM shims, kept in one place (PostgreSQL 15 is the
- *		reference; 17 and 18 are built and tested too, and differ in the
- *		replication slot API, relation file identities, ownership and ACL
- *		checks, name parsing and the headers they install).
+ *		reference; 16 to 19 differ in the replication slot and logical
+ *		decoding APIs, relation file identities, ownership and ACL checks,
+ *		name parsing, index insertion, replication origins and the headers
+ *		they install).
  *
  *-------------------------------------------------------------------------
  */
@@ -14,21 +15,68 @@
 #include "replication/slot.h"
 #include "utils/acl.h"
 
-#if PG_VERSION_NUM >= 180000
-#define compat_ReplicationSlotAcquire(name, nowait) \
-	ReplicationSlotAcquire((name), (nowait), true)
+/*
+ * Creating and acquiring a replication slot (17 added failover and synced,
+ * 18 error_if_invalid, 19 repack), and making a logical decoding context
+ * for a new slot, after checking that decoding is possible (19 added
+ * repack to both).
+ */
+#if PG_VERSION_NUM >= 190000
 #define compat_ReplicationSlotCreate(name, dbspecific, persistency, twophase) \
-	ReplicationSlotCreate((name), (dbspecific), (persistency), (twophase), false, false)
+	ReplicationSlotCreate((name), (dbspecific), (persistency), (twophase), false, false, false)
+#define compat_CheckLogicalDecodingRequirements() CheckLogicalDecodingRequirements(false)
+#define compat_CreateInitDecodingContext(plugin, options, full, lsn, routine, prep, write, progress) \
+	CreateInitDecodingContext((plugin), (options), (full), false, (lsn), (routine), (prep), (write), (progress))
 #elif PG_VERSION_NUM >= 170000
-#define compat_ReplicationSlotAcquire(name, nowait) \
-	ReplicationSlotAcquire((name), (nowait))
 #define compat_ReplicationSlotCreate(name, dbspecific, persistency, twophase) \
 	ReplicationSlotCreate((name), (dbspecific), (persistency), (twophase), false, false)
 #else
-#define compat_ReplicationSlotAcquire(name, nowait) \
-	ReplicationSlotAcquire((name), (nowait))
 #define compat_ReplicationSlotCreate(name, dbspecific, persistency, twophase) \
 	ReplicationSlotCreate((name), (dbspecific), (persistency), (twophase))
+#endif
+#if PG_VERSION_NUM < 190000
+#define compat_CheckLogicalDecodingRequirements() CheckLogicalDecodingRequirements()
+#define compat_CreateInitDecodingContext CreateInitDecodingContext
+#endif
+#if PG_VERSION_NUM >= 180000
+#define compat_ReplicationSlotAcquire(name, nowait) \
+	ReplicationSlotAcquire((name), (nowait), true)
+#else
+#define compat_ReplicationSlotAcquire(name, nowait) \
+	ReplicationSlotAcquire((name), (nowait))
+#endif
+
+/* Is a slot in use by some process (19 records its ProcNumber, not its pid)? */
+#if PG_VERSION_NUM >= 190000
+#define compat_slot_active(s) ((s)->active_proc != INVALID_PROC_NUMBER)
+#else
+#define compat_slot_active(s) ((s)->active_pid != 0)
+#endif
+
+/* The commit time of a decoded transaction (19 made the union anonymous). */
+#if PG_VERSION_NUM >= 190000
+#define compat_txn_commit_time(txn) ((txn)->commit_time)
+#else
+#define compat_txn_commit_time(txn) ((txn)->xact_time.commit_time)
+#endif
+
+/* A sequential scan of a table (19 added flags). */
+#include "access/tableam.h"
+#if PG_VERSION_NUM >= 190000
+#define compat_table_beginscan(rel, snap, nkeys, key) \
+	table_beginscan((rel), (snap), (nkeys), (key), SO_NONE)
+#else
+#define compat_table_beginscan(rel, snap, nkeys, key) \
+	table_beginscan((rel), (snap), (nkeys), (key))
+#endif
+
+/* A hash table in shared memory (19 dropped its initial size). */
+#include "storage/shmem.h"
+#if PG_VERSION_NUM >= 190000
+#define compat_ShmemInitHash(name, init_size, max_size, info, flags) \
+	ShmemInitHash((name), (max_size), (info), (flags))
+#else
+#define compat_ShmemInitHash ShmemInitHash
 #endif
 
 /*
@@ -66,13 +114,56 @@ compat_GetXLogInsertEndRecPtr(void)
 	((change)->data.tp.oldtuple ? &(change)->data.tp.oldtuple->tuple : NULL)
 #endif
 
-/* Index insertion of a new heap tuple (16 added onlySummarizing). */
-#if PG_VERSION_NUM >= 160000
+/*
+ * Index insertion of a new heap tuple (16 added onlySummarizing; 19 took
+ * flags instead of the booleans and reordered the arguments).
+ */
+#if PG_VERSION_NUM >= 190000
+#define compat_ExecInsertIndexTuples(rri, slot, estate) \
+	ExecInsertIndexTuples((rri), (estate), 0, (slot), NIL, NULL)
+#elif PG_VERSION_NUM >= 160000
 #define compat_ExecInsertIndexTuples(rri, slot, estate) \
 	ExecInsertIndexTuples((rri), (slot), (estate), false, false, NULL, NIL, false)
 #else
 #define compat_ExecInsertIndexTuples(rri, slot, estate) \
 	ExecInsertIndexTuples((rri), (slot), (estate), false, false, NULL, NIL)
+#endif
+
+/*
+ * A replication origin's id, and the origin this session's changes are
+ * marked with (19 renamed RepOriginId to ReplOriginId and moved the
+ * session's origin into replorigin_xact_state).
+ */
+#include "replication/origin.h"
+#if PG_VERSION_NUM >= 190000
+typedef ReplOriginId compat_ReplOriginId;
+
+#define compat_session_origin (replorigin_xact_state.origin)
+#else
+typedef RepOriginId compat_ReplOriginId;
+
+#define compat_session_origin replorigin_session_origin
+#endif
+
+/*
+ * A tuple descriptor built entry by entry is finished before use (19
+ * caches the attributes' offsets then; before, there is nothing to do).
+ */
+#include "access/tupdesc.h"
+#if PG_VERSION_NUM >= 190000
+#define compat_TupleDescFinalize(desc) TupleDescFinalize(desc)
+#else
+#define compat_TupleDescFinalize(desc) ((void) (desc))
+#endif
+
+/*
+ * How the server prints an LSN, for messages that name one the way
+ * pg_lsn's output does (19 pads the low half to eight digits).
+ */
+#if PG_VERSION_NUM >= 190000
+#define COMPAT_LSN_FORMAT "%X/%08X"
+#else
+#define COMPAT_LSN_FORMAT "%X/%X"
 #endif
 
 /* Ownership and ACL checks (16 made them generic over catalogs). */

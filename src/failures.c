@@ -28,6 +28,7 @@
 #include "utils/builtins.h"
 #include "utils/pg_lsn.h"
 #include "utils/timestamp.h"
+#include "utils/tuplestore.h"
 
 #include "catalog.h"
 #include "failures.h"

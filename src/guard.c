@@ -56,6 +56,7 @@
 #include "utils/snapmgr.h"
 
 #include "catalog.h"
+#include "compat.h"
 #include "define.h"
 #include "guard.h"
 #include "registry.h"
@@ -275,7 +276,7 @@ holds_rows(Oid relid)
 			continue;
 		rel = table_open(lfirst_oid(lc), AccessShareLock);
 		slot = table_slot_create(rel, NULL);
-		scan = table_beginscan(rel, snap, 0, NULL);
+		scan = compat_table_beginscan(rel, snap, 0, NULL);
 		found = table_scan_getnextslot(scan, ForwardScanDirection, slot);
 		table_endscan(scan);
 		ExecDropSingleTupleTableSlot(slot);

@@ -79,7 +79,7 @@ lag_shmem_init(LWLock *lock)
 	info.keysize = sizeof(LagKey);
 	info.entrysize = sizeof(LagEntry);
 	lag_lock = lock;
-	lag_hash = ShmemInitHash("autocdc lag notes", LAG_ENTRIES, LAG_ENTRIES, &info,
+	lag_hash = compat_ShmemInitHash("autocdc lag notes", LAG_ENTRIES, LAG_ENTRIES, &info,
 							 HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
 }
 

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "access/xact.h"
+#include "catalog/pg_database.h"
 #include "commands/dbcommands.h"
 #include "funcapi.h"
 #include "commands/defrem.h"

@@ -46,6 +46,7 @@
 #include "utils/pg_lsn.h"
 #include "utils/rel.h"
 
+#include "compat.h"
 #include "layout.h"
 #include "rowstore.h"
 #include "settings.h"
@@ -278,6 +279,7 @@ rowstore_read(FlowDef *flow, RowNotes *notes)
 		TupleDescInitEntry(notes->filldesc, i + 1, l->keynames[i], l->keytypes[i],
 						   l->keytypmods[i], 0);
 	TupleDescInitEntry(notes->filldesc, l->nkeys + 1, ROWSTORE_VALUES_NAME, BYTEAARRAYOID, -1, 0);
+	compat_TupleDescFinalize(notes->filldesc);
 	CurrentResourceOwner = notes->owner;
 	notes->fill = tuplestore_begin_heap(false, false, settings_store_mem());
 	CurrentResourceOwner = saved;
@@ -500,7 +502,7 @@ no_value(Resolver *r, Datum *values, int c)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("flow \"%s\": an update of source \"%s\" at %X/%X left the out-of-line value of column \"%s\" unchanged, and the flow's row store has no value for it",
+			 errmsg("flow \"%s\": an update of source \"%s\" at " COMPAT_LSN_FORMAT " left the out-of-line value of column \"%s\" unchanged, and the flow's row store has no value for it",
 					r->flow->name, get_rel_name(r->flow->source),
 					LSN_FORMAT_ARGS(DatumGetLSN(values[r->lsnpos])), r->l->colnames[c]),
 			 errdetail("The WAL holds such a value only as a pointer into the table's TOAST data, which autocdc does not follow."),
@@ -534,7 +536,7 @@ resolve_upsert(Resolver *r, RowMark *mark, Datum *values, bool *nulls)
 				VARATT_IS_EXTERNAL_ONDISK(DatumGetPointer(r->keyvals[c])))
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("flow \"%s\": an update of source \"%s\" at %X/%X left an out-of-line key unchanged",
+						 errmsg("flow \"%s\": an update of source \"%s\" at " COMPAT_LSN_FORMAT " left an out-of-line key unchanged",
 								r->flow->name, get_rel_name(r->flow->source),
 								LSN_FORMAT_ARGS(DatumGetLSN(values[r->lsnpos]))),
 						 errdetail("Column \"%s\" of the key holds a value too long to be kept in the row; the WAL holds it only as a pointer.",

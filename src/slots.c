@@ -171,7 +171,7 @@ drop_inactive_slots(bool laggards_only, const char *keep)
 		ReplicationSlot *s = &ReplicationSlotCtl->replication_slots[i];
 		const char *name = NameStr(s->data.name);
 
-		if (is_autocdc_slot(s) && s->active_pid == 0 &&
+		if (is_autocdc_slot(s) && !compat_slot_active(s) &&
 			(!laggards_only || slots_is_laggard(name)) &&
 			(keep == NULL || strcmp(name, keep) != 0))
 			names = lappend(names, pstrdup(name));
@@ -211,7 +211,7 @@ slots_ensure_main(void)
 				 errmsg("the replication slot of autocdc %s",
 						name ? "was invalidated and must be created again" : "does not exist yet"),
 				 errhint("The run that creates it must not follow writes in the same transaction: run autocdc.run_flow() in a transaction of its own.")));
-	CheckLogicalDecodingRequirements();
+	compat_CheckLogicalDecodingRequirements();
 
 	slot_lock_tag(&tag);
 	(void) LockAcquire(&tag, ExclusiveLock, true, false);
@@ -225,11 +225,11 @@ slots_ensure_main(void)
 			drop_inactive_slots(false, NULL);
 			name = psprintf("%s%lx", slot_prefix(), (unsigned long) GetCurrentTimestamp());
 			compat_ReplicationSlotCreate(name, true, RS_EPHEMERAL, false);
-			ctx = CreateInitDecodingContext("pgoutput", NIL, false, InvalidXLogRecPtr,
-											XL_ROUTINE(.page_read = read_local_xlog_page,
-													   .segment_open = wal_segment_open,
-													   .segment_close = wal_segment_close),
-											NULL, NULL, NULL);
+			ctx = compat_CreateInitDecodingContext("pgoutput", NIL, false, InvalidXLogRecPtr,
+												   XL_ROUTINE(.page_read = read_local_xlog_page,
+															  .segment_open = wal_segment_open,
+															  .segment_close = wal_segment_close),
+												   NULL, NULL, NULL);
 			DecodingContextFindStartpoint(ctx);
 			FreeDecodingContext(ctx);
 			ReplicationSlotPersist();

@@ -209,7 +209,7 @@ quiet_decoding_messages(ErrorData *edata)
 {
 	if (decoding_quietly && edata->elevel == LOG && edata->message_id != NULL &&
 		(strcmp(edata->message_id, "starting logical decoding for slot \"%s\"") == 0 ||
-		 strcmp(edata->message_id, "logical decoding found consistent point at %X/%X") == 0))
+		 strcmp(edata->message_id, "logical decoding found consistent point at " COMPAT_LSN_FORMAT) == 0))
 		edata->output_to_server = false;
 	else if (prev_emit_log_hook)
 		prev_emit_log_hook(edata);
@@ -796,7 +796,7 @@ filter_build(DecodeState *st, int64 evict_after)
  * decoded.
  */
 static bool
-filter_by_origin(LogicalDecodingContext *ctx, RepOriginId origin_id)
+filter_by_origin(LogicalDecodingContext *ctx, compat_ReplOriginId origin_id)
 {
 	DecodeState *st = ctx->output_writer_private;
 
@@ -993,7 +993,7 @@ capture_begin(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
 	ListCell   *fl;
 
 	st->commit_lsn = txn->final_lsn;
-	st->commit_time = txn->xact_time.commit_time;
+	st->commit_time = compat_txn_commit_time(txn);
 	st->any_keep = false;
 	foreach(fl, st->feeds)
 	{
@@ -1011,7 +1011,7 @@ capture_begin(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
 		fc->skip = fc->keep && !XLogRecPtrIsInvalid(flow->skip_upto) &&
 			txn->final_lsn <= flow->skip_upto;
 		if (fc->keep && !fc->skip)
-			fc->c->m->last_commit_time = txn->xact_time.commit_time;
+			fc->c->m->last_commit_time = compat_txn_commit_time(txn);
 		st->any_keep |= fc->keep;
 	}
 }
@@ -1203,7 +1203,7 @@ emit_event(DecodedChange *ch, FeedCapture *fc, int *map, Datum *dv, bool *dn,
 			continue;
 		}
 		capture_fail(fc, ERRCODE_INTERNAL_ERROR,
-					 psprintf("flow \"%s\": a row inserted into source \"%s\" at %X/%X holds a pointer into the TOAST table for column \"%s\"",
+					 psprintf("flow \"%s\": a row inserted into source \"%s\" at " COMPAT_LSN_FORMAT " holds a pointer into the TOAST table for column \"%s\"",
 							  fc->c->flow->name, get_rel_name(fc->c->flow->source),
 							  LSN_FORMAT_ARGS(st->commit_lsn),
 							  NameStr(TupleDescAttr(ch->desc, h)->attname)),
@@ -1330,7 +1330,7 @@ changes_delete(DecodedChange *ch, FeedCapture *fc, int *map)
 	if (ch->oldtup == NULL)
 	{
 		capture_untold(fc,
-					   psprintf("flow \"%s\": the WAL of a delete from source \"%s\" at %X/%X does not name the deleted row",
+					   psprintf("flow \"%s\": the WAL of a delete from source \"%s\" at " COMPAT_LSN_FORMAT " does not name the deleted row",
 							  fc->c->flow->name, get_rel_name(fc->c->flow->source),
 							  LSN_FORMAT_ARGS(ch->st->commit_lsn)),
 					 psprintf("The table's replica identity no longer holds the flow's keys. Restore it (a primary key or REPLICA IDENTITY USING INDEX on the keys, or FULL), then run SELECT autocdc.full_refresh(%s).",
@@ -1397,7 +1397,7 @@ changes_truncate_partitioned(DecodeState *st, FeedCapture *fc, Relation rel)
 		return;
 	}
 	capture_untold(fc,
-				   psprintf("flow \"%s\": a TRUNCATE at %X/%X emptied %d of the %d partitions of source \"%s\"",
+				   psprintf("flow \"%s\": a TRUNCATE at " COMPAT_LSN_FORMAT " emptied %d of the %d partitions of source \"%s\"",
 							fc->c->flow->name, LSN_FORMAT_ARGS(st->commit_lsn),
 							fc->trunc_leaves, leaves, get_rel_name(fc->c->flow->source)),
 				   psprintf("The rows of the other partitions stay, which no event can say. Run SELECT autocdc.full_refresh(%s): it reads the table again and keeps the history.",
@@ -1510,7 +1510,7 @@ dispatch_change(DecodeState *st, Relation relation, ReorderBufferChangeType acti
 			(action == REORDER_BUFFER_CHANGE_UPDATE || action == REORDER_BUFFER_CHANGE_DELETE))
 		{
 			capture_untold(fc,
-						   psprintf("flow \"%s\": %s of %s at %X/%X cannot be told: the table's replica identity no longer holds the flow's keys",
+						   psprintf("flow \"%s\": %s of %s at " COMPAT_LSN_FORMAT " cannot be told: the table's replica identity no longer holds the flow's keys",
 								  fc->c->flow->name,
 								  action == REORDER_BUFFER_CHANGE_UPDATE ? "an update" : "a delete",
 								  RelationGetRelid(relation) == fc->c->flow->source ?
@@ -1776,7 +1776,7 @@ source_capture_flows(List *captures, const char *slot, int64 max_events,
 										 quote_literal_cstr(c->flow->name))));
 					ereport(ERROR,
 							(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-							 errmsg("flow \"%s\" needs a resync: its source position %X/%X is no longer available",
+							 errmsg("flow \"%s\" needs a resync: its source position " COMPAT_LSN_FORMAT " is no longer available",
 									c->flow->name, LSN_FORMAT_ARGS(c->flow->progress)),
 							 errhint("Run autocdc.full_refresh(%s).", quote_literal_cstr(c->flow->name))));
 				}

@@ -309,6 +309,7 @@ autocdc_execute(PG_FUNCTION_ARGS)
 	old = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
 	desc = CreateTemplateTupleDesc(1);
 	TupleDescInitEntry(desc, 1, "execute", TEXTOID, -1, 0);
+	compat_TupleDescFinalize(desc);
 	ts = tuplestore_begin_heap(true, false, work_mem);
 	MemoryContextSwitchTo(old);
 	foreach(lc, tags)

@@ -2,10 +2,18 @@
 # autocdc unless AUTOCDC_SKIP_SETUP=1, starts a throwaway cluster as the
 # postgres OS account in $work on a free $port with $BENCH_CONF and
 # $BENCH_PGCONF appended to postgresql.conf, defines psql() and as_pg(), and
-# removes the cluster at exit (unless BENCH_KEEP=1).  PG_BINDIR overrides
-# /usr/lib/postgresql/15/bin.
-[ "${AUTOCDC_SKIP_SETUP:-}" = 1 ] || bash "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-bin=${PG_BINDIR:-/usr/lib/postgresql/15/bin}
+# removes the cluster at exit (unless BENCH_KEEP=1).  The PostgreSQL is the
+# one setup.sh chose (the distribution's, or AUTOCDC_PG=MAJOR's); PG_BINDIR
+# names another installation's bin directory.
+if [ -n "${PG_BINDIR:-}" ]; then
+	bin=$PG_BINDIR
+elif [ "${AUTOCDC_SKIP_SETUP:-}" = 1 ]; then
+	. "$(dirname "${BASH_SOURCE[0]}")/pgmajor.sh"
+	bin=/usr/lib/postgresql/$(autocdc_pg_major)/bin
+	[ -x "$bin/postgres" ] || bin=$(bash "$(dirname "${BASH_SOURCE[0]}")/pgbuild.sh" "$(autocdc_pg_major)")
+else
+	bin=$(bash "$(dirname "${BASH_SOURCE[0]}")/setup.sh")
+fi
 
 work=$(mktemp -d /tmp/autocdc-cluster.XXXXXX)
 chmod 700 "$work"

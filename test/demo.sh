@@ -1,11 +1,11 @@
 #!/bin/bash
 # autocdc end to end: installs and builds (test/setup.sh), starts a throwaway
-# PostgreSQL 15 cluster as the postgres OS account, runs test/demo.sql (the
-# worked examples 1-7 of docs/semantics.md §8: change and snapshot flows, then
+# cluster of the distribution's PostgreSQL (AUTOCDC_PG=MAJOR: another) as the
+# postgres OS account, runs test/demo.sql (the worked examples 1-7 of docs/semantics.md §8: change and snapshot flows, then
 # a continuous flow that the background worker applies while events arrive,
 # and the history of an ordinary table through changes())
 # and prints the events, the runs and the resulting target tables.  The
-# cluster is stopped and removed on exit.  Run as root on Debian 12:
+# cluster is stopped and removed on exit.  Run as root on Debian 12 or 13:
 #     bash test/demo.sh
 # AUTOCDC_SKIP_SETUP=1 skips setup.sh (use the autocdc already installed).
 # Exits non-zero when a target differs from docs/semantics.md §8.

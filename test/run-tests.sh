@@ -1,11 +1,12 @@
 #!/bin/bash
 # Runs the whole autocdc test suite (pg_regress, then TAP) on throwaway
-# clusters as the postgres OS account.  Run as root on Debian 12.
+# clusters as the postgres OS account.  Run as root on Debian 12 or 13.
 #   bash test/run-tests.sh [MAJOR]
-#   MAJOR, or AUTOCDC_PG=MAJOR  the PostgreSQL version: 15 (the default) is
-#                               Debian's packages (test/setup.sh); 17 and 18
-#                               are built by test/pgbuild.sh into a private
-#                               prefix, and autocdc is installed there
+#   MAJOR, or AUTOCDC_PG=MAJOR  the PostgreSQL version (default: the one the
+#                               distribution ships, 15 on Debian 12, 17 on
+#                               Debian 13): Debian's packages where the
+#                               archive has them, else built by
+#                               test/pgbuild.sh (test/setup.sh)
 #   AUTOCDC_PG_BIN=dir          run on the PostgreSQL installation whose bin
 #                               directory is dir (e.g. a private copy of one):
 #                               autocdc is built and installed there
@@ -16,25 +17,19 @@
 #   AUTOCDC_MEMORY_FULL=1       memory bounds at README's sizes (1M-4M rows, about twenty minutes)
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
-pg=${1:-${AUTOCDC_PG:-15}}
+[ -z "${1:-}" ] || export AUTOCDC_PG=$1
 if [ -n "${AUTOCDC_PG_BIN:-}" ]; then
 	bin=$AUTOCDC_PG_BIN
-	pg=$("$bin/pg_config" --version | sed 's/^PostgreSQL \([0-9]*\).*/\1/')
 	private=1
-elif [ "$pg" = 15 ]; then
-	bash "$here/test/setup.sh"
-	bin=/usr/lib/postgresql/15/bin
 else
-	bin=$(bash "$here/test/pgbuild.sh" "$pg")
-	# the account the clusters run as (15's packages create it)
-	id -u postgres >/dev/null 2>&1 ||
-		adduser --system --quiet --home /var/lib/postgresql --shell /bin/bash --group postgres
+	bin=$(bash "$here/test/setup.sh")
 fi
+pg=$("$bin/pg_config" --version | sed 's/^PostgreSQL \([0-9]*\).*/\1/')
 work=$(mktemp -d /tmp/autocdc-test.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 cp -a "$here/." "$work/src"
-if [ "$pg" != 15 ] || [ -n "${private:-}" ]; then
-	# the checkout's objects are 15's: build the copy for this version
+if [ -n "${private:-}" ]; then
+	# the checkout's objects may be another version's: build the copy
 	make -s -C "$work/src" PG_CONFIG="$bin/pg_config" clean
 	make -s -j2 -C "$work/src" PG_CONFIG="$bin/pg_config"
 	make -s -C "$work/src" PG_CONFIG="$bin/pg_config" install
@@ -62,7 +57,7 @@ runuser -u postgres -- env PATH="$bin:$PATH" \
 	REGRESS_OPTS="--temp-instance=$work/inst --temp-config=./test/regress.conf" || status=$?
 if [ $status -ne 0 ]; then
 	[ -f regression.diffs ] && head -200 regression.diffs
-	for f in tmp_check/log/*; do [ -f "$f" ] && { echo "== $f"; tail -50 "$f"; }; done
+	for f in tmp_check/log/* log/postmaster.log; do [ -f "$f" ] && { echo "== $f"; tail -50 "$f"; }; done
 fi
 echo "autocdc test suite on PostgreSQL $pg: $([ $status -eq 0 ] && echo passed || echo FAILED) in $((SECONDS - start)) s"
 exit $status

@@ -1,17 +1,54 @@
 #!/bin/bash
-# Installs what autocdc needs on Debian 12 (as root), then builds and installs it.
+# Installs what autocdc needs on Debian (as root), then builds and installs
+# autocdc, and prints the bin directory of the PostgreSQL it was installed
+# into (everything else goes to stderr).  The PostgreSQL is the one the
+# distribution ships (test/pgmajor.sh: 15 on Debian 12, 17 on Debian 13)
+# unless AUTOCDC_PG=MAJOR says otherwise; a major that Debian's archive has
+# as packages is installed from them (from experimental when only that has
+# it), one it does not have is built from Debian's source package by
+# test/pgbuild.sh (18 on Debian 12).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+exec 3>&1 1>&2
 if [ "$(id -u)" -ne 0 ]; then echo "run as root" >&2; exit 1; fi
-need=()
-for p in postgresql-15 postgresql-server-dev-15 postgresql-client-15 libipc-run-perl make gcc; do
-	dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
-done
-if [ ${#need[@]} -gt 0 ] || [ "${CI:-}" = true ]; then
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
-	apt-get install -y -qq postgresql-15 postgresql-server-dev-15 postgresql-client-15 libipc-run-perl make gcc >/dev/null
+. test/pgmajor.sh
+export DEBIAN_FRONTEND=noninteractive
+updated=""
+apt_update() { [ -n "$updated" ] || apt-get update -qq; updated=1; }
+# installs the packages that are missing; fails when one cannot be had
+apt_need() {
+	local p need=()
+	for p in "$@"; do dpkg -s "$p" 2>/dev/null | grep -q '^Status:.* installed' || need+=("$p"); done
+	[ ${#need[@]} -gt 0 ] || return 0
+	apt_update
+	apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+}
+apt_need libipc-run-perl make gcc
+pg=$(autocdc_pg_major)
+# has the archive packages of this major (a candidate, or in experimental)?
+packaged() {
+	[ -x "/usr/lib/postgresql/$pg/bin/pg_config" ] && dpkg -s "postgresql-$pg" >/dev/null 2>&1 && return 0
+	apt_update
+	apt-cache madison "postgresql-$pg" 2>/dev/null | grep -q " Packages$" || return 1
+}
+if packaged; then
+	pkgs=("postgresql-$pg" "postgresql-server-dev-$pg" "postgresql-client-$pg")
+	if ! apt_need "${pkgs[@]}"; then
+		# only experimental has it (Debian's next PostgreSQL)
+		apt-get install -y -qq --no-install-recommends -t experimental "${pkgs[@]}" >/dev/null
+	fi
+	bin=/usr/lib/postgresql/$pg/bin
+else
+	echo "PostgreSQL $pg is not packaged for this Debian: building it from source" >&2
+	bin=$(bash test/pgbuild.sh "$pg")
+	# the account the clusters run as (the packages create it)
+	id -u postgres >/dev/null 2>&1 ||
+		useradd --system --home-dir /var/lib/postgresql --create-home --shell /bin/bash --user-group postgres
 fi
-export PATH=/usr/lib/postgresql/15/bin:$PATH
-make -s PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
-make -s PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config install
+# objects built for another version are rebuilt
+stamp=.autocdc-built-for
+if [ "$(cat "$stamp" 2>/dev/null)" != "$bin" ]; then make -s PG_CONFIG="$bin/pg_config" clean; fi
+make -s -j2 PG_CONFIG="$bin/pg_config"
+make -s PG_CONFIG="$bin/pg_config" install
+echo "$bin" >"$stamp"
+echo "$bin" >&3

@@ -380,11 +380,17 @@ for my $level ('', 'info')
 	my @lines = grep { /$decoding_lines/ } split /\n/, slurp_file($node->logfile, $offset);
 	is(scalar(@lines), 0, "log noise, log_min_messages $level_name: no decoding lines of autocdc's in the log");
 }
+# (19 logs these lines at DEBUG1, 15 to 18 at LOG: debug1 shows them on every version)
 $node->safe_psql('app', q{SELECT pg_create_logical_replication_slot('other', 'test_decoding')});
+$node->append_conf('postgresql.conf', "log_min_messages = debug1");
+$node->reload;
+sleep 1;
 my $offset = -s $node->logfile;
 $node->safe_psql('app', q{SELECT count(*) FROM pg_logical_slot_get_changes('other', NULL, NULL)});
 like(slurp_file($node->logfile, $offset), qr/starting logical decoding for slot "other"/,
 	'log noise: decoding by someone else is still logged');
+$node->append_conf('postgresql.conf', "log_min_messages = warning");
+$node->reload;
 $node->safe_psql('app', q{SELECT pg_drop_replication_slot('other')});
 
 # --- lag_time: NULL when nothing is pending, else the age of what is --------
