@@ -237,37 +237,18 @@ check_bookkeeping(ApplyCtx *a, int idx, Oid want, const char *name)
 				 errhint("Drop the flow and create it again.")));
 }
 
-/* Set up column metadata for a flow's target and state. */
+/*
+ * Find the hidden state's data columns (by name) and bookkeeping columns
+ * (wherever they are), check the latter's types, and look up the system
+ * sequence's comparison for a kind with system periods.
+ */
 static void
-apply_setup(ApplyCtx *a, FlowDef *flow)
+setup_state_columns(ApplyCtx *a, FlowDef *flow)
 {
-	Relation	trel = table_open(flow->target, AccessShareLock);
-	Relation	srel;
 	int			i,
 				k;
 	TypeCacheEntry *tc;
 
-	a->flow = flow;
-	a->kind = storage_kind(flow->scd);
-	a->c.ignore_nulls = flow->ignore_nulls;
-	/* without state, the fold sees only the new events: the last must decide */
-	a->stateless = !flow->keeps_state;
-	if (a->stateless && !a->kind->last_event_decides(&a->c))
-		elog(ERROR, "target of flow \"%s\" keeps no hidden state, but the flow needs it", flow->name);
-	a->staterel = storage_state_relid(flow->target_id);
-	if (!OidIsValid(a->staterel))
-		elog(ERROR, "hidden state of flow \"%s\" is missing", flow->name);
-	srel = table_open(a->staterel, AccessShareLock);
-	a->tdesc = CreateTupleDescCopy(RelationGetDescr(trel));
-	a->sdesc = CreateTupleDescCopy(RelationGetDescr(srel));
-	a->ttype = RelationGetDescr(trel)->tdtypeid;
-	a->stype = RelationGetDescr(srel)->tdtypeid;
-	a->tdesc->tdtypeid = a->ttype;
-	a->sdesc->tdtypeid = a->stype;
-	table_close(trel, AccessShareLock);
-	table_close(srel, AccessShareLock);
-
-	/* data columns by name; bookkeeping columns wherever they are */
 	a->dattno = palloc(sizeof(int) * a->sdesc->natts);
 	a->c.ndata = 0;
 	for (i = 0; i < STATE_NCOLUMNS; i++)
@@ -310,6 +291,20 @@ apply_setup(ApplyCtx *a, FlowDef *flow)
 		a->c.sys_is_row = type_is_rowtype(flow->sysseq_type);
 		get_typlenbyval(flow->sysseq_type, &a->c.syslen, &a->c.sysbyval);
 	}
+}
+
+/*
+ * Per data column: name, type, collation, whether it is a key (and its
+ * place in the flow's key order), selected or tracked, and its equality and
+ * output functions; then the sequence's comparison.
+ */
+static void
+setup_data_columns(ApplyCtx *a, FlowDef *flow)
+{
+	int			i,
+				k;
+	TypeCacheEntry *tc;
+
 	a->c.dnames = palloc(sizeof(char *) * a->c.ndata);
 	a->c.dtypes = palloc(sizeof(Oid) * a->c.ndata);
 	a->c.dcolls = palloc(sizeof(Oid) * a->c.ndata);
@@ -358,6 +353,16 @@ apply_setup(ApplyCtx *a, FlowDef *flow)
 	a->c.seqcoll = TupleDescAttr(a->sdesc, a->bk[STATE_SEQ])->attcollation;
 	a->c.seq_is_row = type_is_rowtype(flow->seq_type);
 	get_typlenbyval(flow->seq_type, &a->c.seqlen, &a->c.seqbyval);
+}
+
+/*
+ * Map each target column to its period or data column (tmap); target rows
+ * are formed from the state's values, so the types must agree.
+ */
+static void
+setup_target_map(ApplyCtx *a, FlowDef *flow)
+{
+	int			i;
 
 	a->tmap = palloc(sizeof(int) * a->tdesc->natts);
 	for (i = 0; i < a->tdesc->natts; i++)
@@ -387,6 +392,38 @@ apply_setup(ApplyCtx *a, FlowDef *flow)
 										   period_type(a, TMAP_PERIOD_OF(a->tmap[i])))),
 					 errhint("Change the column back, or drop the flow and create it again.")));
 	}
+}
+
+/* Set up column metadata for a flow's target and state. */
+static void
+apply_setup(ApplyCtx *a, FlowDef *flow)
+{
+	Relation	trel = table_open(flow->target, AccessShareLock);
+	Relation	srel;
+
+	a->flow = flow;
+	a->kind = storage_kind(flow->scd);
+	a->c.ignore_nulls = flow->ignore_nulls;
+	/* without state, the fold sees only the new events: the last must decide */
+	a->stateless = !flow->keeps_state;
+	if (a->stateless && !a->kind->last_event_decides(&a->c))
+		elog(ERROR, "target of flow \"%s\" keeps no hidden state, but the flow needs it", flow->name);
+	a->staterel = storage_state_relid(flow->target_id);
+	if (!OidIsValid(a->staterel))
+		elog(ERROR, "hidden state of flow \"%s\" is missing", flow->name);
+	srel = table_open(a->staterel, AccessShareLock);
+	a->tdesc = CreateTupleDescCopy(RelationGetDescr(trel));
+	a->sdesc = CreateTupleDescCopy(RelationGetDescr(srel));
+	a->ttype = RelationGetDescr(trel)->tdtypeid;
+	a->stype = RelationGetDescr(srel)->tdtypeid;
+	a->tdesc->tdtypeid = a->ttype;
+	a->sdesc->tdtypeid = a->stype;
+	table_close(trel, AccessShareLock);
+	table_close(srel, AccessShareLock);
+
+	setup_state_columns(a, flow);
+	setup_data_columns(a, flow);
+	setup_target_map(a, flow);
 }
 
 /*
@@ -691,6 +728,56 @@ invalid_event(ClassifyScan *cs, XLogRecPtr lsn, int64 ord, bool null_key, bool s
 					 quote_literal_cstr(f->name), LSN_FORMAT_ARGS(lsn))));
 }
 
+/*
+ * Store a classified upsert or delete in its key's keyhash entry: for SCD 1
+ * without ignore_null_updates only the key's last event, otherwise all of
+ * them (the batch fits in work_mem while the keyhash lasts).
+ */
+static void
+keyhash_event(ClassifyScan *cs, Datum *values, bool *nulls, XLogRecPtr lsn,
+			  char kind, Datum sysseq)
+{
+	ApplyCtx   *a = cs->a;
+	KeyEntry   *entry = keys_add(a, values, nulls);
+	MemoryContext old;
+	HeapTuple	ev,
+				formed;
+	bool		isnull;
+
+	/* rows come in arrival order: a later row with an equal sequence wins */
+	if (a->last_only)
+	{
+		if (entry->nevs == 0 || fold_seq_compare(&a->c, values[a->c.ndata], entry->seq) >= 0)
+		{
+			ev = form_state_tuple(a, values, nulls, values[a->c.ndata], lsn,
+								  DatumGetInt64(values[a->c.ndata + 2]), kind, sysseq);
+			keep_last(a, entry, ev);
+			heap_freetuple(ev);
+			entry->seq = heap_getattr(entry->last, a->bk[0] + 1, a->sdesc, &isnull);
+		}
+		keys_check_memory(a, cs->events);
+		return;
+	}
+	/* while the keyhash lasts, its entries hold the events */
+	Assert(a->inmem);
+	/* formed outside the packed context, which never reuses what is freed */
+	formed = form_state_tuple(a, values, nulls, values[a->c.ndata], lsn,
+							  DatumGetInt64(values[a->c.ndata + 2]), kind, sysseq);
+	old = MemoryContextSwitchTo(a->tupcxt);
+	ev = heap_copytuple(formed);
+	heap_freetuple(formed);
+	MemoryContextSwitchTo(a->keycxt);
+	if (entry->nevs >= entry->maxevs)
+	{
+		entry->maxevs = entry->maxevs ? entry->maxevs * 2 : 2;
+		entry->evs = entry->evs ? repalloc(entry->evs, sizeof(HeapTuple) * entry->maxevs)
+			: palloc(sizeof(HeapTuple) * entry->maxevs);
+	}
+	entry->evs[entry->nevs++] = ev;
+	MemoryContextSwitchTo(old);
+	keys_check_memory(a, cs->events);
+}
+
 /* Validate one classified row and store it as an event. */
 static void
 classify_row(Datum *values, bool *nulls, TupleDesc desc, void *arg)
@@ -700,7 +787,6 @@ classify_row(Datum *values, bool *nulls, TupleDesc desc, void *arg)
 	char		kind;
 	XLogRecPtr	lsn;
 	int			i;
-	bool		isnull;
 	Datum		sysseq = (Datum) 0;
 
 	if (cs->n == 0)
@@ -751,43 +837,7 @@ classify_row(Datum *values, bool *nulls, TupleDesc desc, void *arg)
 			}
 	if (kind != EVENT_TRUNCATE && a->keyhash != NULL)
 	{
-		KeyEntry   *entry = keys_add(a, values, nulls);
-		MemoryContext old;
-		HeapTuple	ev,
-					formed;
-
-		/* rows come in arrival order: a later row with an equal sequence wins */
-		if (a->last_only)
-		{
-			if (entry->nevs == 0 || fold_seq_compare(&a->c, values[a->c.ndata], entry->seq) >= 0)
-			{
-				ev = form_state_tuple(a, values, nulls, values[a->c.ndata], lsn,
-									  DatumGetInt64(values[a->c.ndata + 2]), kind, sysseq);
-				keep_last(a, entry, ev);
-				heap_freetuple(ev);
-				entry->seq = heap_getattr(entry->last, a->bk[0] + 1, a->sdesc, &isnull);
-			}
-			keys_check_memory(a, cs->events);
-			return;
-		}
-		/* while the keyhash lasts, its entries hold the events */
-		Assert(a->inmem);
-		/* formed outside the packed context, which never reuses what is freed */
-		formed = form_state_tuple(a, values, nulls, values[a->c.ndata], lsn,
-								  DatumGetInt64(values[a->c.ndata + 2]), kind, sysseq);
-		old = MemoryContextSwitchTo(a->tupcxt);
-		ev = heap_copytuple(formed);
-		heap_freetuple(formed);
-		MemoryContextSwitchTo(a->keycxt);
-		if (entry->nevs >= entry->maxevs)
-		{
-			entry->maxevs = entry->maxevs ? entry->maxevs * 2 : 2;
-			entry->evs = entry->evs ? repalloc(entry->evs, sizeof(HeapTuple) * entry->maxevs)
-				: palloc(sizeof(HeapTuple) * entry->maxevs);
-		}
-		entry->evs[entry->nevs++] = ev;
-		MemoryContextSwitchTo(old);
-		keys_check_memory(a, cs->events);
+		keyhash_event(cs, values, nulls, lsn, kind, sysseq);
 		return;
 	}
 	put_state_row(a, cs->events, values, nulls, values[a->c.ndata], lsn,
