@@ -71,24 +71,18 @@ whole_row_walker(Node *node, void *context)
 }
 
 /*
- * Parse and analyze expr over the source relation (and with pseudo the
- * pseudo-columns of a changes() source) with the caller's search_path;
- * deparse it with every non-catalog name schema-qualified.
+ * Parse and analyze "SELECT (expr) FROM <the from list>" with the caller's
+ * search_path; NULL if sql is not one statement.  An error is reported as
+ * one of expr, with a hint for Spark's double-quoted string literals.
  */
-ExprInfo *
-expr_analyze(Oid source, bool pseudo, const char *expr, const char *what)
+static Query *
+parse_expr_query(Oid source, bool pseudo, const char *expr, const char *what)
 {
 	char	   *sql;
 	List	   *raw;
 	RawStmt    *rs;
 	Query	   *volatile q = NULL;
-	TargetEntry *te;
-	Node	   *node;
-	ExprInfo   *info = palloc0(sizeof(ExprInfo));
-	List	   *dpctx;
-	int			level;
 	MemoryContext cxt = CurrentMemoryContext;
-	int			nfrom = pseudo ? 2 : 1;
 
 	/* the newlines keep a trailing comment in expr from eating the rest */
 	sql = psprintf("SELECT (\n%s\n) FROM %s", expr, expr_from_list(source, pseudo, NULL));
@@ -130,6 +124,81 @@ expr_analyze(Oid source, bool pseudo, const char *expr, const char *what)
 				 errmsg("invalid %s expression \"%s\": %s", what, expr, edata->message)));
 	}
 	PG_END_TRY();
+	return q;
+}
+
+/*
+ * The field names, types, typmods and collations of a ROW(...) expression:
+ * a source or pseudo-column's name, else f<n>.
+ */
+static void
+row_expr_fields(ExprInfo *info, RowExpr *row, Oid source)
+{
+	ListCell   *lc;
+	int			i = 0;
+
+	foreach(lc, row->args)
+	{
+		Node	   *arg = lfirst(lc);
+
+		i++;
+		if (IsA(arg, Var) && ((Var *) arg)->varno == 1)
+			info->field_names = lappend(info->field_names,
+										get_attname(source, ((Var *) arg)->varattno, false));
+		else if (IsA(arg, Var))
+			info->field_names = lappend(info->field_names,
+										pstrdup(pseudo_columns[((Var *) arg)->varattno - 1].name));
+		else
+			info->field_names = lappend(info->field_names, psprintf("f%d", i));
+		info->field_types = lappend_oid(info->field_types, exprType(arg));
+		info->field_typmods = lappend_int(info->field_typmods, exprTypmod(arg));
+		info->field_colls = lappend_oid(info->field_colls, exprCollation(arg));
+	}
+}
+
+/*
+ * Deparse the analyzed expression node of q with only pg_catalog visible,
+ * so that every other name gets qualified.
+ */
+static char *
+deparse_qualified(Query *q, Node *node, Oid source, bool pseudo)
+{
+	List	   *dpctx;
+	int			level;
+	char	   *normalized;
+
+	level = set_safe_search_path();
+	if (pseudo)
+	{
+		PlannedStmt *ps = makeNode(PlannedStmt);
+
+		ps->rtable = q->rtable;
+		dpctx = deparse_context_for_plan_tree(ps,
+											  select_rtable_names_for_explain(q->rtable,
+																			  bms_add_range(NULL, 1, 2)));
+	}
+	else
+		dpctx = deparse_context_for(get_rel_name(source), source);
+	normalized = deparse_expression(node, dpctx, false, false);
+	AtEOXact_GUC(true, level);
+	return normalized;
+}
+
+/*
+ * Parse and analyze expr over the source relation (and with pseudo the
+ * pseudo-columns of a changes() source) with the caller's search_path;
+ * deparse it with every non-catalog name schema-qualified.
+ */
+ExprInfo *
+expr_analyze(Oid source, bool pseudo, const char *expr, const char *what)
+{
+	Query	   *q;
+	TargetEntry *te;
+	Node	   *node;
+	ExprInfo   *info = palloc0(sizeof(ExprInfo));
+	int			nfrom = pseudo ? 2 : 1;
+
+	q = parse_expr_query(source, pseudo, expr, what);
 	if (q == NULL || !IsA(q, Query) || q->commandType != CMD_SELECT ||
 		list_length(q->targetList) != 1 || q->hasAggs || q->hasWindowFuncs ||
 		q->hasTargetSRFs || q->hasSubLinks || q->groupClause || q->havingQual ||
@@ -167,44 +236,8 @@ expr_analyze(Oid source, bool pseudo, const char *expr, const char *what)
 	}
 
 	if (IsA(node, RowExpr))
-	{
-		RowExpr    *row = (RowExpr *) node;
-		ListCell   *lc;
-		int			i = 0;
+		row_expr_fields(info, (RowExpr *) node, source);
 
-		foreach(lc, row->args)
-		{
-			Node	   *arg = lfirst(lc);
-
-			i++;
-			if (IsA(arg, Var) && ((Var *) arg)->varno == 1)
-				info->field_names = lappend(info->field_names,
-											get_attname(source, ((Var *) arg)->varattno, false));
-			else if (IsA(arg, Var))
-				info->field_names = lappend(info->field_names,
-											pstrdup(pseudo_columns[((Var *) arg)->varattno - 1].name));
-			else
-				info->field_names = lappend(info->field_names, psprintf("f%d", i));
-			info->field_types = lappend_oid(info->field_types, exprType(arg));
-			info->field_typmods = lappend_int(info->field_typmods, exprTypmod(arg));
-			info->field_colls = lappend_oid(info->field_colls, exprCollation(arg));
-		}
-	}
-
-	/* deparse with only pg_catalog visible, so other names get qualified */
-	level = set_safe_search_path();
-	if (pseudo)
-	{
-		PlannedStmt *ps = makeNode(PlannedStmt);
-
-		ps->rtable = q->rtable;
-		dpctx = deparse_context_for_plan_tree(ps,
-											  select_rtable_names_for_explain(q->rtable,
-																			  bms_add_range(NULL, 1, 2)));
-	}
-	else
-		dpctx = deparse_context_for(get_rel_name(source), source);
-	info->normalized = deparse_expression(node, dpctx, false, false);
-	AtEOXact_GUC(true, level);
+	info->normalized = deparse_qualified(q, node, source, pseudo);
 	return info;
 }
