@@ -1205,19 +1205,12 @@ define_flow(FlowSpec *spec)
 }
 
 /*
- * Validate and record a snapshot flow (SPI connected); returns its name.
- * A table or view source is defined like a change flow that reads its
- * source whole, versioned by each run's transaction time; a version
- * function's flow has no target until its first snapshot.
+ * Check a snapshot flow's options: one source, SCD type 1 or 2, at least one
+ * key, and history tracking lists only for SCD type 2.
  */
-char *
-define_snapshot_flow(FlowSpec *spec)
+static void
+check_snapshot_options(FlowSpec *spec, const char *scd)
 {
-	const char *scd = spec->scd ? spec->scd : "1";
-	RangeVar   *trv;
-	Oid			target;
-
-	spec->kind = FLOW_SNAPSHOT;
 	if ((spec->source == NULL) == (spec->source_function == NULL))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -1248,6 +1241,104 @@ define_snapshot_flow(FlowSpec *spec)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("history tracking lists are only allowed for SCD type 2 flows"),
 				 errhint("Add stored_as_scd_type => '2', or drop the tracking list.")));
+}
+
+/*
+ * Define a snapshot flow over a table or view: a change flow that reads its
+ * source whole, versioned by each run's transaction time.
+ */
+static char *
+define_snapshot_table(FlowSpec *spec)
+{
+	List	   *snames = name_list_or_nil(spec->source);
+	Oid			source = InvalidOid;
+
+	if (snames != NIL && list_length(snames) <= 2)
+		source = RangeVarGetRelid(makeRangeVarFromNameList(snames), NoLock, true);
+	if (OidIsValid(source) && get_rel_persistence(source) == RELPERSISTENCE_TEMP)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("snapshot source \"%s\" is a temporary table", spec->source),
+				 errhint("The background worker cannot read another session's temporary tables; use an ordinary or unlogged table or a view.")));
+	spec->sequence_by = "pg_catalog.transaction_timestamp()";
+	return define_from(spec);
+}
+
+/*
+ * Define a snapshot flow over a version function (target resolved as trv,
+ * InvalidOid if it does not exist yet): the first snapshot the function
+ * returns creates the target.
+ */
+static char *
+define_snapshot_function(FlowSpec *spec, const char *scd, Oid target, RangeVar *trv)
+{
+	Oid			fn = snapsource_lookup(spec->source_function);
+	FlowDef    *f = palloc0(sizeof(FlowDef));
+	int			level;
+
+	if (!OidIsValid(fn))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("version function %s does not exist", spec->source_function),
+				 strchr(spec->source_function, '(') == NULL ?
+				 errhint("Give the function's name and argument type, e.g. source_function => 'next_snapshot(bigint)'.") :
+				 errhint("Create it first (or check its schema and argument type): it takes the last version applied, NULL at first, and returns the next snapshot and its version, e.g. RETURNS TABLE (snapshot regclass, version bigint).")));
+	(void) snapsource_check_function(fn, spec->source_function);
+	if (compat_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for version function %s", spec->source_function),
+				 errhint("The flow owner needs EXECUTE on the version function.")));
+	f->keys = parse_identifier_array(spec->keys, "key");
+	f->track_include = parse_identifier_array(spec->track_list, "track history column");
+	f->has_track_include = spec->track_list != NULL;
+	f->track_except = parse_identifier_array(spec->track_except_list, "track history column");
+	if (OidIsValid(target))
+	{
+		tablekind_check(target, TABLE_TARGET, NULL);
+		if (!compat_class_ownercheck(target, GetUserId()))
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("must be owner of target \"%s\"", trv->relname)));
+	}
+	else if (compat_namespace_aclcheck(get_namespace_oid(trv->schemaname, false), GetUserId(),
+									   ACL_CREATE) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for schema %s", trv->schemaname),
+				 errhint("The flow owner needs CREATE on the target's schema: its first run creates the target.")));
+	f->name = pstrdup(spec->name ? spec->name : trv->relname);
+	level = set_safe_search_path();
+	f->owner = GetUserId();
+	f->kind = FLOW_SNAPSHOT;
+	f->source_function = format_procedure_qualified(fn);
+	f->source_text = f->source_function;
+	f->scd = scd[0];
+	f->sequence_by = "version";
+	f->track_all = true;
+	f->continuous = spec->continuous;
+	f->snapshot_target = quote_qualified_identifier(trv->schemaname, trv->relname);
+	check_new_name(f->name, spec->from_statement);
+	catalog_insert_flow(f);
+	AtEOXact_GUC(true, level);
+	return f->name;
+}
+
+/*
+ * Validate and record a snapshot flow (SPI connected); returns its name.
+ * A table or view source is defined like a change flow that reads its
+ * source whole, versioned by each run's transaction time; a version
+ * function's flow has no target until its first snapshot.
+ */
+char *
+define_snapshot_flow(FlowSpec *spec)
+{
+	const char *scd = spec->scd ? spec->scd : "1";
+	RangeVar   *trv;
+	Oid			target;
+
+	spec->kind = FLOW_SNAPSHOT;
+	check_snapshot_options(spec, scd);
 
 	/* the target, resolved with the caller's search_path */
 	target = resolve_relation(spec->target, &trv);
@@ -1257,74 +1348,9 @@ define_snapshot_flow(FlowSpec *spec)
 		check_target_unused(target, spec->target);
 
 	if (spec->source != NULL)
-	{
-		List	   *snames = name_list_or_nil(spec->source);
-		Oid			source = InvalidOid;
-
-		if (snames != NIL && list_length(snames) <= 2)
-			source = RangeVarGetRelid(makeRangeVarFromNameList(snames), NoLock, true);
-		if (OidIsValid(source) && get_rel_persistence(source) == RELPERSISTENCE_TEMP)
-			ereport(ERROR,
-					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-					 errmsg("snapshot source \"%s\" is a temporary table", spec->source),
-					 errhint("The background worker cannot read another session's temporary tables; use an ordinary or unlogged table or a view.")));
-		spec->sequence_by = "pg_catalog.transaction_timestamp()";
-		return define_from(spec);
-	}
-	else
-	{
-		/* a version function; the first snapshot it returns creates the target */
-		Oid			fn = snapsource_lookup(spec->source_function);
-		FlowDef    *f = palloc0(sizeof(FlowDef));
-		int			level;
-
-		if (!OidIsValid(fn))
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_FUNCTION),
-					 errmsg("version function %s does not exist", spec->source_function),
-					 strchr(spec->source_function, '(') == NULL ?
-					 errhint("Give the function's name and argument type, e.g. source_function => 'next_snapshot(bigint)'.") :
-					 errhint("Create it first (or check its schema and argument type): it takes the last version applied, NULL at first, and returns the next snapshot and its version, e.g. RETURNS TABLE (snapshot regclass, version bigint).")));
-		(void) snapsource_check_function(fn, spec->source_function);
-		if (compat_proc_aclcheck(fn, GetUserId(), ACL_EXECUTE) != ACLCHECK_OK)
-			ereport(ERROR,
-					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-					 errmsg("permission denied for version function %s", spec->source_function),
-					 errhint("The flow owner needs EXECUTE on the version function.")));
-		f->keys = parse_identifier_array(spec->keys, "key");
-		f->track_include = parse_identifier_array(spec->track_list, "track history column");
-		f->has_track_include = spec->track_list != NULL;
-		f->track_except = parse_identifier_array(spec->track_except_list, "track history column");
-		if (OidIsValid(target))
-		{
-			tablekind_check(target, TABLE_TARGET, NULL);
-			if (!compat_class_ownercheck(target, GetUserId()))
-				ereport(ERROR,
-						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-						 errmsg("must be owner of target \"%s\"", trv->relname)));
-		}
-		else if (compat_namespace_aclcheck(get_namespace_oid(trv->schemaname, false), GetUserId(),
-										   ACL_CREATE) != ACLCHECK_OK)
-			ereport(ERROR,
-					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-					 errmsg("permission denied for schema %s", trv->schemaname),
-					 errhint("The flow owner needs CREATE on the target's schema: its first run creates the target.")));
-		f->name = pstrdup(spec->name ? spec->name : trv->relname);
-		level = set_safe_search_path();
-		f->owner = GetUserId();
-		f->kind = FLOW_SNAPSHOT;
-		f->source_function = format_procedure_qualified(fn);
-		f->source_text = f->source_function;
-		f->scd = scd[0];
-		f->sequence_by = "version";
-		f->track_all = true;
-		f->continuous = spec->continuous;
-		f->snapshot_target = quote_qualified_identifier(trv->schemaname, trv->relname);
-		check_new_name(f->name, spec->from_statement);
-		catalog_insert_flow(f);
-		AtEOXact_GUC(true, level);
-		return f->name;
-	}
+		return define_snapshot_table(spec);
+	/* a version function; the first snapshot it returns creates the target */
+	return define_snapshot_function(spec, scd, target, trv);
 }
 
 /*
