@@ -348,6 +348,82 @@ one_key_query(TargetDef *t, bool bitemporal, const char *valid, const char *know
 }
 
 /*
+ * Load the target relid into t: it must be a flow's target that keeps
+ * history, and one with system time if known_arg is given.  Returns whether
+ * it is bitemporal.
+ */
+static bool
+load_history_target(Oid relid, int known_arg, TargetDef *t)
+{
+	const StorageKind *kind;
+	bool		bitemporal;
+
+	if (!catalog_load_target(relid, t))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("table %s is not the target of a flow", qualified_relname(relid)),
+				 errhint("autocdc.as_of reads the targets of SCD 2 and bitemporal flows.")));
+	kind = storage_kind(t->scd);
+	if (kind->nperiods == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("target %s keeps no history", qualified_relname(relid)),
+				 errdetail("It is stored as %s: it holds only the current rows.", kind->label),
+				 errhint("Read the table itself, or store a flow as SCD type 2 to travel in time.")));
+	bitemporal = kind->nperiods > kind->sysperiods_from;
+	if (known_arg >= 0 && !bitemporal)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("target %s has no system time", qualified_relname(relid)),
+				 errdetail("known_at applies to bitemporal targets; %s is stored as %s.",
+						   qualified_relname(relid), kind->label),
+				 errhint("Omit known_at.")));
+	return bitemporal;
+}
+
+/*
+ * Run the as_of query sql with parameters p and put the rows it returns
+ * into the result set, by the index if by_index.
+ */
+static void
+store_as_of_rows(ReturnSetInfo *rsinfo, const char *sql, AsOfParams *p, bool by_index)
+{
+	Portal		portal;
+	int			save_nestlevel;
+
+	/* the index is the plan, whatever the planner thinks of the sizes */
+	save_nestlevel = NewGUCNestLevel();
+	if (by_index)
+	{
+		(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+		(void) set_config_option("enable_sort", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	}
+	portal = SPI_cursor_open_with_args(NULL, sql, p->n, p->types, p->values, p->nulls, true, 0);
+	for (;;)
+	{
+		uint64		i;
+
+		SPI_cursor_fetch(portal, true, ASOF_FETCH);
+		if (SPI_processed == 0)
+			break;
+		for (i = 0; i < SPI_processed; i++)
+		{
+			bool		isnull;
+			Datum		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
+			HeapTupleData tuple;
+
+			tuple_of_datum(DatumGetHeapTupleHeader(d), &tuple);
+			tuplestore_puttuple(rsinfo->setResult, &tuple);
+		}
+		SPI_freetuptable(SPI_tuptable);
+	}
+	SPI_cursor_close(portal);
+	AtEOXact_GUC(true, save_nestlevel);
+}
+
+/*
  * The body of both functions: key_arg is the number of the key argument
  * (-1: every key), valid_arg that of the business time, known_arg that of
  * the system time (-1: the current belief).
@@ -359,15 +435,12 @@ as_of_rows(FunctionCallInfo fcinfo, int key_arg, int valid_arg, int known_arg)
 	Oid			rowtype = arg_type(fcinfo, 0);
 	Oid			relid = get_typ_typrelid(rowtype);
 	TargetDef	t;
-	const StorageKind *kind;
 	bool		bitemporal;
 	AsOfParams	p = {0};
 	char	   *valid;
 	char	   *known = NULL;
 	int			key_from = 0;
 	char	   *sql;
-	Portal		portal;
-	int			save_nestlevel;
 	bool		by_index;
 
 	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_RELATION)
@@ -385,26 +458,7 @@ as_of_rows(FunctionCallInfo fcinfo, int key_arg, int valid_arg, int known_arg)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	catalog_require_current();
-	if (!catalog_load_target(relid, &t))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("table %s is not the target of a flow", qualified_relname(relid)),
-				 errhint("autocdc.as_of reads the targets of SCD 2 and bitemporal flows.")));
-	kind = storage_kind(t.scd);
-	if (kind->nperiods == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("target %s keeps no history", qualified_relname(relid)),
-				 errdetail("It is stored as %s: it holds only the current rows.", kind->label),
-				 errhint("Read the table itself, or store a flow as SCD type 2 to travel in time.")));
-	bitemporal = kind->nperiods > kind->sysperiods_from;
-	if (known_arg >= 0 && !bitemporal)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("target %s has no system time", qualified_relname(relid)),
-				 errdetail("known_at applies to bitemporal targets; %s is stored as %s.",
-						   qualified_relname(relid), kind->label),
-				 errhint("Omit known_at.")));
+	bitemporal = load_history_target(relid, known_arg, &t);
 
 	/* a NULL time or key matches no row */
 	if (PG_ARGISNULL(valid_arg) || (known_arg >= 0 && PG_ARGISNULL(known_arg)))
@@ -432,36 +486,7 @@ as_of_rows(FunctionCallInfo fcinfo, int key_arg, int valid_arg, int known_arg)
 	else
 		sql = every_key_query(&t, bitemporal, valid, known, &by_index);
 
-	/* the index is the plan, whatever the planner thinks of the sizes */
-	save_nestlevel = NewGUCNestLevel();
-	if (by_index)
-	{
-		(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
-		(void) set_config_option("enable_sort", "off", PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
-	}
-	portal = SPI_cursor_open_with_args(NULL, sql, p.n, p.types, p.values, p.nulls, true, 0);
-	for (;;)
-	{
-		uint64		i;
-
-		SPI_cursor_fetch(portal, true, ASOF_FETCH);
-		if (SPI_processed == 0)
-			break;
-		for (i = 0; i < SPI_processed; i++)
-		{
-			bool		isnull;
-			Datum		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
-			HeapTupleData tuple;
-
-			tuple_of_datum(DatumGetHeapTupleHeader(d), &tuple);
-			tuplestore_puttuple(rsinfo->setResult, &tuple);
-		}
-		SPI_freetuptable(SPI_tuptable);
-	}
-	SPI_cursor_close(portal);
-	AtEOXact_GUC(true, save_nestlevel);
+	store_as_of_rows(rsinfo, sql, &p, by_index);
 	SPI_finish();
 	return (Datum) 0;
 }
