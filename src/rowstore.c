@@ -695,6 +695,86 @@ batch_position(TupleDesc bdesc, const char *name, int from, int to)
 }
 
 /*
+ * Where the resolver finds the key columns, the stored columns and the
+ * change type and commit LSN pseudo-columns in the batch (ndata data
+ * columns).
+ */
+static void
+resolver_positions(Resolver *r, TupleDesc bdesc, int ndata)
+{
+	int			i;
+
+	r->keypos = palloc(sizeof(int) * r->l->nkeys);
+	for (i = 0; i < r->l->nkeys; i++)
+		if ((r->keypos[i] = batch_position(bdesc, r->l->keynames[i], BATCH_DATA, ndata)) < 0)
+			elog(ERROR, "key column \"%s\" of flow \"%s\" is not in its batch",
+				 r->l->keynames[i], r->flow->name);
+	r->colpos = palloc(sizeof(int) * Max(r->l->ncols, 1));
+	for (i = 0; i < r->l->ncols; i++)
+		r->colpos[i] = batch_position(bdesc, r->l->colnames[i], BATCH_DATA, ndata);
+	r->ctpos = ndata + PSEUDO_CHANGE_TYPE;
+	r->lsnpos = ndata + PSEUDO_COMMIT_LSN;
+}
+
+/*
+ * Maintain the store from the batch's decoded events in arrival order and
+ * fill their pointers; returns the new batch (in notes' resource owner) and
+ * frees the one given.
+ */
+static Tuplestorestate *
+resolve_batch(Resolver *r, Tuplestorestate *batch, TupleDesc bdesc, RowNotes *notes)
+{
+	Tuplestorestate *out;
+	TupleTableSlot *slot;
+	MemoryContext rowcxt,
+				old;
+	ResourceOwner saved = CurrentResourceOwner;
+	Datum	   *values = palloc(sizeof(Datum) * bdesc->natts);
+	bool	   *nulls = palloc(sizeof(bool) * bdesc->natts);
+	int64		row = 0;
+	int			mi = 0;
+
+	CurrentResourceOwner = notes->owner;
+	out = tuplestore_begin_heap(false, false, settings_store_mem());
+	CurrentResourceOwner = saved;
+	slot = MakeSingleTupleTableSlot(bdesc, &TTSOpsMinimalTuple);
+	rowcxt = AllocSetContextCreate(CurrentMemoryContext, "autocdc row store",
+								   ALLOCSET_DEFAULT_SIZES);
+	while (tuplestore_gettupleslot(batch, true, false, slot))
+	{
+		RowMark    *mark = NULL;
+
+		slot_getallattrs(slot);
+		memcpy(values, slot->tts_values, sizeof(Datum) * bdesc->natts);
+		memcpy(nulls, slot->tts_isnull, sizeof(bool) * bdesc->natts);
+		while (mi < notes->nmarks && notes->marks[mi].row < row)
+			mi++;
+		if (mi < notes->nmarks && notes->marks[mi].row == row)
+			mark = &notes->marks[mi];
+		if (!ORD_IS_SNAPSHOT(DatumGetInt64(values[BATCH_ORD])))
+		{
+			/* an entry a delete removed lives on for the moved row after it */
+			if (mark == NULL || !mark->moved)
+			{
+				MemoryContextReset(rowcxt);
+				r->prev = NULL;
+			}
+			old = MemoryContextSwitchTo(rowcxt);
+			resolve_event(r, mark, values, nulls);
+			MemoryContextSwitchTo(old);
+		}
+		CurrentResourceOwner = notes->owner;
+		tuplestore_putvalues(out, bdesc, values, nulls);
+		CurrentResourceOwner = saved;
+		row++;
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	tuplestore_end(batch);
+	MemoryContextDelete(rowcxt);
+	return out;
+}
+
+/*
  * Before a changes() flow's batch is applied, as its owner: build the store
  * again after a first read, then maintain it from the batch's decoded
  * events in arrival order and fill their pointers.  Returns the batch to
@@ -707,16 +787,6 @@ rowstore_resolve(FlowDef *flow, Tuplestorestate *batch, TupleDesc bdesc, RowNote
 	Resolver	r;
 	Oid			relid;
 	int			ndata = bdesc->natts - PSEUDO_NCOLUMNS;
-	Tuplestorestate *out;
-	TupleTableSlot *slot;
-	MemoryContext rowcxt,
-				old;
-	ResourceOwner saved = CurrentResourceOwner;
-	Datum	   *values = palloc(sizeof(Datum) * bdesc->natts);
-	bool	   *nulls = palloc(sizeof(bool) * bdesc->natts);
-	int64		row = 0;
-	int			mi = 0;
-	int			i;
 
 	if (notes == NULL || !flow->changes)
 		return batch;
@@ -762,53 +832,6 @@ rowstore_resolve(FlowDef *flow, Tuplestorestate *batch, TupleDesc bdesc, RowNote
 	if (!r.nonempty && notes->nmarks == 0)
 		return batch;
 
-	r.keypos = palloc(sizeof(int) * r.l->nkeys);
-	for (i = 0; i < r.l->nkeys; i++)
-		if ((r.keypos[i] = batch_position(bdesc, r.l->keynames[i], BATCH_DATA, ndata)) < 0)
-			elog(ERROR, "key column \"%s\" of flow \"%s\" is not in its batch",
-				 r.l->keynames[i], flow->name);
-	r.colpos = palloc(sizeof(int) * Max(r.l->ncols, 1));
-	for (i = 0; i < r.l->ncols; i++)
-		r.colpos[i] = batch_position(bdesc, r.l->colnames[i], BATCH_DATA, ndata);
-	r.ctpos = ndata + PSEUDO_CHANGE_TYPE;
-	r.lsnpos = ndata + PSEUDO_COMMIT_LSN;
-
-	CurrentResourceOwner = notes->owner;
-	out = tuplestore_begin_heap(false, false, settings_store_mem());
-	CurrentResourceOwner = saved;
-	slot = MakeSingleTupleTableSlot(bdesc, &TTSOpsMinimalTuple);
-	rowcxt = AllocSetContextCreate(CurrentMemoryContext, "autocdc row store",
-								   ALLOCSET_DEFAULT_SIZES);
-	while (tuplestore_gettupleslot(batch, true, false, slot))
-	{
-		RowMark    *mark = NULL;
-
-		slot_getallattrs(slot);
-		memcpy(values, slot->tts_values, sizeof(Datum) * bdesc->natts);
-		memcpy(nulls, slot->tts_isnull, sizeof(bool) * bdesc->natts);
-		while (mi < notes->nmarks && notes->marks[mi].row < row)
-			mi++;
-		if (mi < notes->nmarks && notes->marks[mi].row == row)
-			mark = &notes->marks[mi];
-		if (!ORD_IS_SNAPSHOT(DatumGetInt64(values[BATCH_ORD])))
-		{
-			/* an entry a delete removed lives on for the moved row after it */
-			if (mark == NULL || !mark->moved)
-			{
-				MemoryContextReset(rowcxt);
-				r.prev = NULL;
-			}
-			old = MemoryContextSwitchTo(rowcxt);
-			resolve_event(&r, mark, values, nulls);
-			MemoryContextSwitchTo(old);
-		}
-		CurrentResourceOwner = notes->owner;
-		tuplestore_putvalues(out, bdesc, values, nulls);
-		CurrentResourceOwner = saved;
-		row++;
-	}
-	ExecDropSingleTupleTableSlot(slot);
-	tuplestore_end(batch);
-	MemoryContextDelete(rowcxt);
-	return out;
+	resolver_positions(&r, bdesc, ndata);
+	return resolve_batch(&r, batch, bdesc, notes);
 }
