@@ -184,6 +184,41 @@ flat_cast(Oid rel, const char *name, Oid stored)
 }
 
 /*
+ * The InitPlan of events_sql that calls autocdc_internal._snapshot_check:
+ * the snapshot's row count, and its duplicate or null keys (keys: its
+ * quoted key column list) unless an index rules them out (keys_unique).
+ */
+static char *
+snapshot_check_sql(FlowDef *flow, Oid rel, const char *snapname, const char *keys,
+				   bool keys_unique)
+{
+	StringInfoData nullk,
+				keyvals;
+	ListCell   *lc;
+
+	if (keys_unique)
+		return psprintf("(SELECT autocdc_internal._snapshot_check(%s, %s, pg_catalog.count(*), NULL, false) FROM %s)",
+						quote_literal_cstr(flow->name), quote_literal_cstr(get_rel_name(rel)), snapname);
+	initStringInfo(&nullk);
+	initStringInfo(&keyvals);
+	foreach(lc, flow->keys)
+	{
+		const char *q = quote_identifier(lfirst(lc));
+
+		appendStringInfo(&nullk, "%sg.%s IS NULL", nullk.len ? " OR " : "", q);
+		appendStringInfo(&keyvals, ", g.%s", q);
+	}
+	return psprintf("(SELECT autocdc_internal._snapshot_check(%s, %s, pg_catalog.sum(g.__autocdc_n)::pg_catalog.int8, "
+					"pg_catalog.min(CASE WHEN g.__autocdc_n OPERATOR(pg_catalog.>) 1 "
+					"THEN pg_catalog.format('(%%s)=(%%s)', %s, pg_catalog.concat_ws(', '%s)) END), "
+					"pg_catalog.bool_or(%s)) "
+					"FROM (SELECT %s, pg_catalog.count(*) AS __autocdc_n FROM %s GROUP BY %s) g)",
+					quote_literal_cstr(flow->name), quote_literal_cstr(get_rel_name(rel)),
+					quote_literal_cstr(keys), keyvals.data, nullk.data,
+					keys, snapname, keys);
+}
+
+/*
  * The query returning the events of one snapshot in the shape the apply
  * engine classifies (data columns in hidden-state order, sequence, lsn, ord,
  * kind).  full: every snapshot row as an upsert; otherwise only the rows
@@ -209,7 +244,6 @@ events_sql(FlowDef *flow, Oid rel, const char *vliteral, bool full, bool keys_un
 	char	   *tname = qualified_relname(flow->target);
 	char	   *check;
 	int			i;
-	ListCell   *lc;
 
 	if (!OidIsValid(staterel))
 		elog(ERROR, "hidden state of flow \"%s\" is missing", flow->name);
@@ -253,33 +287,7 @@ events_sql(FlowDef *flow, Oid rel, const char *vliteral, bool full, bool keys_un
 	}
 	relation_close(sr, AccessShareLock);
 
-	/* the check: row count, and duplicate or null keys unless an index rules them out */
-	if (keys_unique)
-		check = psprintf("(SELECT autocdc_internal._snapshot_check(%s, %s, pg_catalog.count(*), NULL, false) FROM %s)",
-						 quote_literal_cstr(flow->name), quote_literal_cstr(get_rel_name(rel)), snapname);
-	else
-	{
-		StringInfoData nullk,
-					keyvals;
-
-		initStringInfo(&nullk);
-		initStringInfo(&keyvals);
-		foreach(lc, flow->keys)
-		{
-			const char *q = quote_identifier(lfirst(lc));
-
-			appendStringInfo(&nullk, "%sg.%s IS NULL", nullk.len ? " OR " : "", q);
-			appendStringInfo(&keyvals, ", g.%s", q);
-		}
-		check = psprintf("(SELECT autocdc_internal._snapshot_check(%s, %s, pg_catalog.sum(g.__autocdc_n)::pg_catalog.int8, "
-						 "pg_catalog.min(CASE WHEN g.__autocdc_n OPERATOR(pg_catalog.>) 1 "
-						 "THEN pg_catalog.format('(%%s)=(%%s)', %s, pg_catalog.concat_ws(', '%s)) END), "
-						 "pg_catalog.bool_or(%s)) "
-						 "FROM (SELECT %s, pg_catalog.count(*) AS __autocdc_n FROM %s GROUP BY %s) g)",
-						 quote_literal_cstr(flow->name), quote_literal_cstr(get_rel_name(rel)),
-						 quote_literal_cstr(keys.data), keyvals.data, nullk.data,
-						 keys.data, snapname, keys.data);
-	}
+	check = snapshot_check_sql(flow, rel, snapname, keys.data, keys_unique);
 
 	initStringInfo(&sql);
 	if (full)
