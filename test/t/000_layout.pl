@@ -2,7 +2,9 @@
 # The layout of src/ (README "Layout"): every module belongs to a layer and
 # includes only headers of its own layer or the layers below, with no
 # include cycles; only the catalog module names autocdc's catalog tables in
-# string literals.  A new file must be given a layer here.
+# string literals.  A new file must be given a layer here.  Every file
+# starts with a header comment saying what it is for, and no function is
+# longer than 100 lines.
 
 use strict;
 use warnings;
@@ -80,6 +82,54 @@ sub visit
 }
 visit($_) for sort keys %includes;
 is(join(' -> ', @cycle), '', 'no module includes itself through others');
+
+# every file starts with a header comment (a /* ... */ block) that says
+# more than the file's name
+for my $file (@files)
+{
+	my $text = do { local $/; open(my $fh, '<', "$src/$file") or die "cannot read $src/$file: $!"; <$fh> };
+	my ($head) = $text =~ m{\A/\*(.*?)\*/}s;
+	my $says = $head // '';
+	$says =~ s/\Q$file\E//g;
+	ok(defined $head && $says =~ /[[:alpha:]]{2,}/,
+		"$file starts with a header comment saying what it is for");
+}
+
+# no function is longer than 100 lines, counted from the line holding only
+# the opening brace (after a line ending in ")") to the line holding only
+# the closing one
+my $max_function_lines = 100;
+for my $file (grep { /\.c$/ } @files)
+{
+	open(my $fh, '<', "$src/$file") or die "cannot read $src/$file: $!";
+	my @lines = <$fh>;
+	close($fh);
+	chomp @lines;
+	my ($start, $name, @long);
+	for my $i (0 .. $#lines)
+	{
+		if (!defined $start && $lines[$i] eq '{' && $i > 0 && $lines[ $i - 1 ] =~ /\)\s*$/)
+		{
+			$start = $i;
+			$name = '?';
+			for (my $j = $i - 1; $j >= 0 && $j >= $i - 20; $j--)
+			{
+				if ($lines[$j] =~ /^(\w+)\(/)
+				{
+					$name = $1;
+					last;
+				}
+			}
+		}
+		elsif (defined $start && $lines[$i] eq '}')
+		{
+			push @long, "$file: $name() is " . ($i - $start) . " lines long"
+			  if $i - $start > $max_function_lines;
+			undef $start;
+		}
+	}
+	is(join('; ', @long), '', "$file has no function longer than $max_function_lines lines");
+}
 
 # an alternative expected output differs from its file only where a newer
 # PostgreSQL prints differently (psql 19's \d says "Included in
