@@ -106,7 +106,7 @@ SELECT f.name,
   -- a change flow that never had a slot waits for the main slot
   LEFT JOIN autocdc_internal._slot_error() se
 	ON f.kind = 'cdc' AND NOT f.once AND s.progress IS NULL
-  -- how the last decoding for the flow left it (README "Monitoring")
+  -- how the last decoding for the flow left it (docs/operations.md "Monitoring")
   CROSS JOIN LATERAL (SELECT CASE
 		   WHEN f.kind <> 'cdc' OR f.once THEN 'none'
 		   WHEN s.progress IS NULL THEN 'first read'

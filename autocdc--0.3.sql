@@ -19,13 +19,13 @@ SELECT autocdc_internal._check_server();
 
 /*
  * Hidden per-target state lives in this schema (one table per target, owned
- * by the target's owner; see README "Hidden state").
+ * by the target's owner; see docs/reference.md "Hidden state").
  */
 CREATE SCHEMA autocdc_state;
 
 /*
  * Capture: one insert-only publication for the pgoutput plugin.  It covers
- * all tables so that its membership never changes (see README "Capture");
+ * all tables so that its membership never changes (see docs/internals.md "Capture");
  * what a flow reads is decided by autocdc.flow, which is transactional.
  * Publishing only inserts keeps feeds without a replica identity deletable.
  */
@@ -103,7 +103,7 @@ CREATE TABLE autocdc.flow (
 	system_sequence_by text,
 	paused		boolean NOT NULL DEFAULT false,
 	created_at	timestamptz NOT NULL DEFAULT now(),
-	-- snapshot flows (kind = 'snapshot'; see src/snapshot.c)
+	-- snapshot flows (kind = 'snapshot'; see src/snaprun.c, src/snapsource.c)
 	source_function text,		-- version function signature, schema-qualified
 	snapshot_target text,		-- qualified target name, until the first run creates it
 	snapshot_version text,		-- last applied version (text of its type, ISO styles)
@@ -464,7 +464,7 @@ SELECT f.name,
   -- a change flow that never had a slot waits for the main slot
   LEFT JOIN autocdc_internal._slot_error() se
 	ON f.kind = 'cdc' AND NOT f.once AND s.progress IS NULL
-  -- how the last decoding for the flow left it (README "Monitoring")
+  -- how the last decoding for the flow left it (docs/operations.md "Monitoring")
   CROSS JOIN LATERAL (SELECT CASE
 		   WHEN f.kind <> 'cdc' OR f.once THEN 'none'
 		   WHEN s.progress IS NULL THEN 'first read'

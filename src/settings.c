@@ -29,7 +29,7 @@ int			autocdc_max_lag_age = 0;	/* ms, 0: no limit */
 int			autocdc_test_pause_after_copy = 0;	/* ms */
 
 /*
- * How a run shares autocdc.work_mem (README "Memory"): five eighths for
+ * How a run shares autocdc.work_mem (docs/operations.md "Memory"): five eighths for
  * the touched keys and the events they hold (the fast way of folding), a
  * sixteenth for each tuplestore (a run has at most four in memory at once)
  * and an eighth for each sort or hash of its queries.  A run's peak

@@ -14,7 +14,7 @@
 #   AUTOCDC_TAP="test/t/x.pl"   only these TAP files ("none": no TAP file)
 #   AUTOCDC_PROPERTY_STREAMS=N  property-test streams per SCD mode (default 50; 6 modes)
 #   AUTOCDC_PROPERTY_SEED=N     property-test seed (default 42)
-#   AUTOCDC_MEMORY_FULL=1       memory bounds at README's sizes (1M-4M rows, about twenty minutes)
+#   AUTOCDC_MEMORY_FULL=1       memory bounds at docs/operations.md's sizes (1M-4M rows, about twenty minutes)
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 [ -z "${1:-}" ] || export AUTOCDC_PG=$1

@@ -14,7 +14,7 @@
 # existing keys, 5% late updates (lower sequence, arriving after a newer
 # update of the same key).  Each measurement runs in a fresh database (one
 # replication slot per database), pre-populated and caught up first; see the
-# comments in flow.sql and merge.sql.  Prints a markdown table for README.md.
+# comments in flow.sql and merge.sql.  Prints a markdown table for docs/benchmarks.md.
 # Environment:
 #   BENCH_EVENTS  events per batch (default 200000; --quick 20000)
 #   BENCH_SMALL   rows of the small pre-populated target (default 10000)

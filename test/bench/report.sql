@@ -1,4 +1,4 @@
--- autocdc benchmark: the results as markdown (paste into README.md).
+-- autocdc benchmark: the results as markdown (paste into docs/benchmarks.md).
 \set ON_ERROR_STOP 1
 -- every method must leave the same (current) rows as the baseline
 UPDATE bench_results r

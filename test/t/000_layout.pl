@@ -1,5 +1,5 @@
 
-# The layout of src/ (README "Layout"): every module belongs to a layer and
+# The layout of src/ (docs/internals.md "The layers"): every module belongs to a layer and
 # includes only headers of its own layer or the layers below, with no
 # include cycles; only the catalog module names autocdc's catalog tables in
 # string literals.  A new file must be given a layer here.  Every file

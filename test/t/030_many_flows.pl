@@ -191,13 +191,13 @@ $dropfeeds .= "DELETE FROM feed_$_; DROP TABLE feed_$_;\n" for 1 .. $n;
 is(sql($dropfeeds), '', 'feeds can be purged and dropped after their flows are gone');
 
 # no flow needs the slot any more; until the background worker exists (its
-# own issue) it is dropped by hand, with the command README gives
+# own issue) it is dropped by hand, with the command docs/operations.md gives
 is( sql(q{SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'autocdc%' AND NOT active}),
-	'1', 'the idle slot is left for the worker (or the README command) to drop');
+	'1', 'the idle slot is left for the worker (or the documented command) to drop');
 sql(q{SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots
 	   WHERE slot_name LIKE 'autocdc\_%' AND database = current_database()});
 is(sql(q{SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'autocdc%'}),
-	'0', 'the README command drops the slot');
+	'0', 'the documented command drops the slot');
 
 my @crashes = (slurp_file($node->logfile) =~ /^.*terminated by signal.*\n.*$/mg);
 is(join("\n", @crashes), '', 'no server process crashed');

@@ -1,5 +1,5 @@
 
-# Isolation between flows (README "Lanes and slots"): one owner's slow,
+# Isolation between flows (docs/operations.md "Lanes and slots"): one owner's slow,
 # blocked or lagging flow does not delay another owner's flow.
 #
 # alice and bob (no superusers) each own a continuous flow.  alice's

@@ -1,5 +1,5 @@
 
-# Memory bounds (README "Memory"): a run's peak private memory stays within
+# Memory bounds (docs/operations.md "Memory"): a run's peak private memory stays within
 # autocdc.work_mem + autocdc.decoding_work_mem + 64 MB whatever the size of
 # the transactions it applies, in run_flow and in the workers, for SCD 1 and
 # SCD 2, first reads included, and for changes() sources (a table's first
@@ -15,7 +15,7 @@
 # The suite runs with both settings at 16 MB and transactions of 125k, 250k
 # and 500k rows (the bound is then 96 MB; before the budget of settings.c a
 # 500k-row transaction took over 300 MB).  AUTOCDC_MEMORY_FULL=1 runs the
-# figures README gives: 64 MB settings and 1M, 2M and 4M rows (about twenty
+# figures docs/operations.md gives: 64 MB settings and 1M, 2M and 4M rows (about twenty
 # minutes).
 
 use strict;

@@ -1,6 +1,8 @@
-# README.md's SQL blocks run as written: every ```sql block, in order, in
-# one database of a server with the background worker, with psql stopping
-# at the first error; then what the examples say they produce is checked.
+# The documentation's SQL blocks run as written: every ```sql block of
+# README.md, then of docs/reference.md (which builds on the README's tables)
+# and of docs/troubleshooting.md, in order, in one database of a server with
+# the background worker, with psql stopping at the first error; then what the
+# examples say they produce is checked.
 use strict;
 use warnings;
 
@@ -10,19 +12,24 @@ use Test::More;
 
 use AutocdcTest;
 
-my $readme = slurp_file(($ENV{TESTDIR} // '.') . '/README.md');
-my @blocks = $readme =~ /^```sql\n(.*?)^```$/msg;
-ok(@blocks >= 4, 'README has its SQL blocks (' . scalar(@blocks) . ')');
+my @blocks;	# [file, number in the file, SQL]
+for my $file ('README.md', 'docs/reference.md', 'docs/troubleshooting.md')
+{
+	my $text = slurp_file(($ENV{TESTDIR} // '.') . "/$file");
+	my @sql = $text =~ /^```sql\n(.*?)^```$/msg;
+	ok(@sql >= 1, "$file has SQL blocks (" . scalar(@sql) . ')');
+	push @blocks, map { [ $file, $_ + 1, $sql[$_] ] } 0 .. $#sql;
+}
+ok(@blocks >= 8, 'the documentation has its SQL blocks (' . scalar(@blocks) . ')');
 
 my $node = autocdc_node('readme', worker => 1);
 $node->safe_psql('postgres', 'CREATE DATABASE readme');
-my $i = 0;
 for my $block (@blocks)
 {
-	$i++;
-	my ($ret, $out, $err) = $node->psql('readme', $block, on_error_stop => 1);
-	is($ret, 0, "README SQL block $i runs as written");
-	unlike($err, qr/ERROR/, "README SQL block $i raises no error") or diag($err);
+	my ($file, $i, $sql) = @$block;
+	my ($ret, $out, $err) = $node->psql('readme', $sql, on_error_stop => 1);
+	is($ret, 0, "$file SQL block $i runs as written");
+	unlike($err, qr/ERROR/, "$file SQL block $i raises no error") or diag($err);
 }
 
 # what the examples say
@@ -58,15 +65,15 @@ is($node->safe_psql('readme', q{SELECT string_agg(concat_ws(' ', data_point, __s
 		FROM quotes_bt}),
 	'XFv1 10:01:00 - 10:05:00 12:20:00, XFv1 10:01:00 12:15:43 12:20:00 12:25:00, XFv1 10:01:00 12:05:00 12:25:00 -, '
 	  . 'XFv3 12:05:00 12:15:43 12:25:00 -, XFv2 12:15:43 - 12:20:00 12:30:00, XFv2 12:15:43 12:30:00 12:30:00 -',
-	'bitemporal: the rows README shows (example 8)');
+	'bitemporal: the rows docs/reference.md shows (example 8)');
 is($node->safe_psql('readme', q{SELECT data_point FROM quotes_bt
 		WHERE __start_at <= '12:10' AND (__end_at IS NULL OR '12:10' < __end_at)
 		AND __system_start_at <= '12:22' AND (__system_end_at IS NULL OR '12:22' < __system_end_at)}),
-	'XFv1', 'bitemporal: what README says was believed at 12:22 about 12:10');
+	'XFv1', 'bitemporal: what docs/reference.md says was believed at 12:22 about 12:10');
 is($node->safe_psql('readme', q{SELECT data_point FROM autocdc.as_of(NULL::quotes_bt, '12:10', '12:22')}),
-	'XFv1', 'as_of: the same belief, as README asks it');
+	'XFv1', 'as_of: the same belief, as docs/reference.md asks it');
 is($node->safe_psql('readme', q{SELECT data_point FROM autocdc.as_of(NULL::quotes_bt, '12:10')}),
-	'XFv3', 'as_of: what README says is believed now about 12:10');
+	'XFv3', 'as_of: what docs/reference.md says is believed now about 12:10');
 is($node->safe_psql('readme', q{SELECT count(*) FROM autocdc.flows WHERE state = 'error'}), '0',
 	'no flow of the examples is in error');
 

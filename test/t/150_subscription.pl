@@ -1,7 +1,7 @@
 
 # 150_subscription.pl — history off the OLTP primary: PostgreSQL's own
 # logical replication fills a table on a second server, where a changes()
-# flow keeps its SCD 2 history (README "Across servers").
+# flow keeps its SCD 2 history (docs/reference.md, "Across servers").
 #
 # A publisher (no autocdc) holds the OLTP table and logs each transaction's
 # xid; a subscriber with autocdc subscribes to the table and runs a

@@ -1,5 +1,5 @@
 
-# Citus (README "Citus and partitioned targets"): a coordinator and two
+# Citus (docs/operations.md "Citus and partitioned targets"): a coordinator and two
 # workers on localhost, autocdc preloaded on each.  A run addresses the rows
 # it changes by their row id, which Citus' shards each number on their own,
 # so autocdc refuses to write a Citus table: a target distributed after

@@ -1,6 +1,6 @@
 
 # Tables a flow cannot address are refused at create_flow and at every run,
-# applying nothing (README "Citus and partitioned targets").  Without Citus:
+# applying nothing (docs/operations.md "Citus and partitioned targets").  Without Citus:
 # a stand-in for its catalog pg_catalog.pg_dist_partition (the columns
 # autocdc reads, as Citus defines them) marks tables as distributed,
 # reference and so on, the way create_distributed_table does after a flow

@@ -1,5 +1,5 @@
 
-# Replication slots and monitoring (README "Lanes and slots", "Monitoring").
+# Replication slots and monitoring (docs/operations.md "Lanes and slots", "Monitoring").
 #
 #   1. With every replication slot of the server in use (max_replication_slots
 #      = 3: two databases' main slots and a slot of someone else's), a third

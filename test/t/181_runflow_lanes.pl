@@ -1,5 +1,5 @@
 
-# Lanes without the worker (README "Lanes and slots"): with autocdc.enabled
+# Lanes without the worker (docs/operations.md "Lanes and slots"): with autocdc.enabled
 # = off, flows applied by run_flow alone (e.g. from pg_cron), a flow that
 # was not run while 64 MB of WAL was written is moved to the laggard slot by
 # the next run_flow of another owner's flow, so that the main slot's restart

@@ -1,6 +1,6 @@
 
 # Concurrent run_flow calls without the worker, while one of them moves
-# flows between the slots (README "Lanes and slots").
+# flows between the slots (docs/operations.md "Lanes and slots").
 #
 # 1. A run that moves a paused flow to the laggard slot holds the moves
 #    lock to the end of its transaction.  Another run that holds the main
