@@ -761,12 +761,35 @@ catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz started, bool lo
 }
 
 /*
- * Write down a failed run of a flow (by id): a flow_runs row, the error in
- * flow_state, and the back-off of the next retry (1 s doubling to 256 s).
- * A failure that needs a resync also takes the flow off its slot: it then
- * shows needs_resync, pins nothing, and is left alone until full_refresh.
- * A failure older than the flow's last good run (written down late, e.g.
- * by another backend) only goes into the run log.
+ * Lock the state of a flow (by id) that failed at failed_at, and read how
+ * many failed runs it has had since its last good one; false (nothing
+ * locked) if it has no state, or a good run after failed_at.
+ */
+bool
+catalog_lock_failed_state(int32 flow_id, TimestampTz failed_at, int *retries)
+{
+	CatArgs		a = {0};
+	bool		isnull;
+
+	arg_int4(&a, flow_id);
+	arg_add(&a, TIMESTAMPTZOID, TimestampTzGetDatum(failed_at), false);
+	if (cat_exec("SELECT s.retries FROM autocdc.flow_state s JOIN autocdc.flow f "
+				 "ON s.name OPERATOR(pg_catalog.=) f.name WHERE f.id OPERATOR(pg_catalog.=) $1 "
+				 "AND (s.last_run_at IS NULL OR s.last_run_at OPERATOR(pg_catalog.<) $2) "
+				 "FOR UPDATE OF s", &a, SPI_OK_SELECT) == 0)
+		return false;
+	*retries = DatumGetInt32(result_value(1, &isnull));
+	return true;
+}
+
+/*
+ * Write down a failed run of a flow (by id): a flow_runs row, and, unless
+ * failure->retry_at is 0, the error in flow_state, one more retry and its
+ * time (failure->retry_at, decided by the caller; the state was locked by
+ * catalog_lock_failed_state).  A failure that needs a resync also takes the
+ * flow off its slot: it then shows needs_resync, pins nothing, and is left
+ * alone until full_refresh.  A failure older than the flow's last good run
+ * (written down late, e.g. by another backend) only goes into the run log.
  */
 void
 catalog_record_failure(int32 flow_id, const FlowFailure *failure)
@@ -781,17 +804,19 @@ catalog_record_failure(int32 flow_id, const FlowFailure *failure)
 	arg_text(&a, failure->sqlstate);
 	arg_lsn(&a, failure->lsn, XLogRecPtrIsInvalid(failure->lsn));
 	arg_bool(&a, failure->resync);
+	arg_add(&a, TIMESTAMPTZOID, TimestampTzGetDatum(failure->retry_at), false);
 	cat_exec("INSERT INTO autocdc.flow_run_log (flow, flow_id, started_at, finished_at, status, "
 			 "error, error_detail, error_hint, error_sqlstate, error_lsn) "
 			 "SELECT f.name, f.id, $3, $3, 'error', $2, $4, $5, $6, $7 FROM autocdc.flow f "
 			 "WHERE f.id OPERATOR(pg_catalog.=) $1",
 			 &a, SPI_OK_INSERT);
+	if (failure->retry_at == 0)
+		return;
 	cat_exec("UPDATE autocdc.flow_state s SET last_error = $2, last_error_at = $3, "
 			 "last_error_detail = $4, last_error_hint = $5, last_error_sqlstate = $6, "
 			 "last_error_lsn = $7, "
 			 "retries = s.retries OPERATOR(pg_catalog.+) 1, "
-			 "retry_at = $3 OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => "
-			 "pg_catalog.power(2, least(s.retries, 8))), "
+			 "retry_at = $9, "
 			 "slot_name = CASE WHEN $8 THEN NULL ELSE s.slot_name END, "
 			 "laggard_since = CASE WHEN $8 THEN NULL ELSE s.laggard_since END, "
 			 "resync_reason = CASE WHEN $8 THEN coalesce(s.resync_reason, $2) ELSE s.resync_reason END "
@@ -1056,24 +1081,26 @@ catalog_flow_sources(void)
 }
 
 /*
- * The continuous change flows that are due (not paused, not done once, not
- * backing off), locked for this transaction; a flow that a run_flow holds
- * is skipped.
+ * Lock (skipping those a run holds) the continuous change flows that are
+ * not paused, not done once, and whose retry_at is not after now: on
+ * slot (on_slot), or on any other slot or none (slot NULL: all).  Returns
+ * their names, in no particular order.
  */
 List *
-catalog_due_change_flows(const char *laggard_slot, bool laggard_lane)
+catalog_lock_due_change_flows(TimestampTz now, const char *slot, bool on_slot)
 {
 	CatArgs		a = {0};
 
-	arg_text(&a, laggard_slot);
+	arg_text(&a, slot);
+	arg_add(&a, TIMESTAMPTZOID, TimestampTzGetDatum(now), false);
 	cat_exec(psprintf("SELECT f.name FROM autocdc.flow f "
 					  "JOIN autocdc.flow_state s ON s.name OPERATOR(pg_catalog.=) f.name "
 					  "WHERE f.kind OPERATOR(pg_catalog.=) 'cdc' AND f.continuous AND NOT f.paused "
 					  "AND NOT (f.once AND s.once_done) "
-					  "AND (s.retry_at IS NULL OR s.retry_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()) "
+					  "AND (s.retry_at IS NULL OR s.retry_at OPERATOR(pg_catalog.<=) $2) "
 					  "AND %s "
-					  "ORDER BY f.name FOR UPDATE OF s SKIP LOCKED",
-					  laggard_lane ? "s.slot_name OPERATOR(pg_catalog.=) $1"
+					  "FOR UPDATE OF s SKIP LOCKED",
+					  on_slot ? "s.slot_name OPERATOR(pg_catalog.=) $1"
 					  : "(s.slot_name IS NULL OR $1 IS NULL OR s.slot_name OPERATOR(pg_catalog.<>) $1)"),
 			 &a, SPI_OK_SELECT);
 	return result_strings();
@@ -1322,42 +1349,60 @@ catalog_mark_waiting(const char *name, bool waiting)
 			 &a, SPI_OK_UPDATE);
 }
 
-/* A snapshot flow's next run (flow_state s), every autocdc.snapshot_interval. */
-#define SNAPSHOT_NEXT \
-	psprintf("(s.last_run_at OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => %d))", \
-			 autocdc_snapshot_interval)
-
-/* The continuous snapshot flows that are due, locked as above. */
+/*
+ * Lock (skipping those a run holds) the continuous snapshot flows that are
+ * not paused, whose retry_at is not after now, and that last ran at or
+ * before ran_before (or never).  Returns their names, in no particular
+ * order.
+ */
 List *
-catalog_due_snapshot_flows(void)
+catalog_lock_due_snapshot_flows(TimestampTz now, TimestampTz ran_before)
 {
-	cat_exec(psprintf("SELECT f.name FROM autocdc.flow f "
-					  "JOIN autocdc.flow_state s ON s.name OPERATOR(pg_catalog.=) f.name "
-					  "WHERE f.kind OPERATOR(pg_catalog.=) 'snapshot' AND f.continuous AND NOT f.paused "
-					  "AND (s.retry_at IS NULL OR s.retry_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()) "
-					  "AND (s.last_run_at IS NULL OR %s OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()) "
-					  "ORDER BY f.name FOR UPDATE OF s SKIP LOCKED", SNAPSHOT_NEXT),
-			 NULL, SPI_OK_SELECT);
+	CatArgs		a = {0};
+
+	arg_add(&a, TIMESTAMPTZOID, TimestampTzGetDatum(now), false);
+	arg_add(&a, TIMESTAMPTZOID, TimestampTzGetDatum(ran_before), false);
+	cat_exec("SELECT f.name FROM autocdc.flow f "
+			 "JOIN autocdc.flow_state s ON s.name OPERATOR(pg_catalog.=) f.name "
+			 "WHERE f.kind OPERATOR(pg_catalog.=) 'snapshot' AND f.continuous AND NOT f.paused "
+			 "AND (s.retry_at IS NULL OR s.retry_at OPERATOR(pg_catalog.<=) $1) "
+			 "AND (s.last_run_at IS NULL OR s.last_run_at OPERATOR(pg_catalog.<=) $2) "
+			 "FOR UPDATE OF s SKIP LOCKED",
+			 &a, SPI_OK_SELECT);
 	return result_strings();
 }
 
-/* Milliseconds until the next retry or snapshot run falls due, or -1. */
-long
-catalog_next_due_ms(void)
+/*
+ * The retry_at and last_run_at (FlowTimes) of the continuous flows that are
+ * not paused and have a retry_at, or are snapshot flows.
+ */
+List *
+catalog_flow_times(void)
 {
-	bool		isnull;
-	Datum		d;
+	List	   *result = NIL;
+	uint64		i;
 
-	cat_exec(psprintf("SELECT ceil(extract(epoch FROM pg_catalog.min(greatest(s.retry_at, "
-					  "CASE WHEN f.kind OPERATOR(pg_catalog.=) 'snapshot' THEN %s END)) "
-					  "OPERATOR(pg_catalog.-) pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8 "
-					  "FROM autocdc.flow f JOIN autocdc.flow_state s ON s.name OPERATOR(pg_catalog.=) f.name "
-					  "WHERE f.continuous AND NOT f.paused "
-					  "AND (s.retry_at IS NOT NULL OR f.kind OPERATOR(pg_catalog.=) 'snapshot')",
-					  SNAPSHOT_NEXT),
+	cat_exec("SELECT f.kind OPERATOR(pg_catalog.=) 'snapshot', s.retry_at, s.last_run_at "
+			 "FROM autocdc.flow f JOIN autocdc.flow_state s ON s.name OPERATOR(pg_catalog.=) f.name "
+			 "WHERE f.continuous AND NOT f.paused "
+			 "AND (s.retry_at IS NOT NULL OR f.kind OPERATOR(pg_catalog.=) 'snapshot')",
 			 NULL, SPI_OK_SELECT);
-	d = result_value(1, &isnull);
-	return isnull ? -1 : (long) Max(0, DatumGetInt64(d));
+	for (i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		FlowTimes  *ft = palloc(sizeof(FlowTimes));
+		bool		isnull;
+		Datum		d;
+
+		ft->snapshot = DatumGetBool(SPI_getbinval(tup, desc, 1, &isnull));
+		d = SPI_getbinval(tup, desc, 2, &isnull);
+		ft->retry_at = isnull ? 0 : DatumGetTimestampTz(d);
+		d = SPI_getbinval(tup, desc, 3, &isnull);
+		ft->last_run_at = isnull ? 0 : DatumGetTimestampTz(d);
+		result = lappend(result, ft);
+	}
+	return result;
 }
 
 /*

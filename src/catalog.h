@@ -128,7 +128,17 @@ typedef struct FlowFailure
 	bool		resync;			/* the flow needs a resync: its progress
 								 * leaves its slot */
 	TimestampTz at;
+	TimestampTz retry_at;		/* when the worker runs the flow again
+								 * (schedule.c); 0: only the run log */
 } FlowFailure;
+
+/* A continuous flow's times its next due time is derived from (0: NULL). */
+typedef struct FlowTimes
+{
+	bool		snapshot;		/* a snapshot flow */
+	TimestampTz retry_at;
+	TimestampTz last_run_at;
+} FlowTimes;
 
 /* the catalog's version */
 extern char *catalog_installed_version(void);
@@ -152,6 +162,7 @@ extern void catalog_set_snapshot_version(FlowDef *flow, const char *version);
 extern void catalog_set_skip(const char *name, XLogRecPtr upto);
 extern void catalog_set_paused(const char *name, bool paused);
 extern void catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz started, bool log);
+extern bool catalog_lock_failed_state(int32 flow_id, TimestampTz failed_at, int *retries);
 extern void catalog_record_failure(int32 flow_id, const FlowFailure *failure);
 
 /* roles and sources (the utility hook) */
@@ -170,7 +181,7 @@ extern bool catalog_lock_target(int target_id, bool skip_locked);
 
 /* what the worker asks */
 extern bool catalog_has_change_flows(bool continuous_only);
-extern List *catalog_due_change_flows(const char *laggard_slot, bool laggard_lane);
+extern List *catalog_lock_due_change_flows(TimestampTz now, const char *slot, bool on_slot);
 extern char *catalog_slot_in_use(const char *prefix);
 extern List *catalog_flow_relations(void);
 extern List *catalog_flow_sources(void);
@@ -185,8 +196,8 @@ extern void catalog_mark_resync(List *relids, const char *reason);
 extern List *catalog_expire_laggards(const char *lag, int max_age);
 extern void catalog_move_slot_flows(const char *from, const char *to);
 extern void catalog_mark_waiting(const char *name, bool waiting);
-extern List *catalog_due_snapshot_flows(void);
-extern long catalog_next_due_ms(void);
+extern List *catalog_lock_due_snapshot_flows(TimestampTz now, TimestampTz ran_before);
+extern List *catalog_flow_times(void);
 extern void catalog_lock_flows(void);
 extern void catalog_prune_run_log(int minutes);
 extern bool catalog_oldest_progress(const char *slot, XLogRecPtr *lsn);

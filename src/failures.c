@@ -32,6 +32,7 @@
 
 #include "catalog.h"
 #include "failures.h"
+#include "schedule.h"
 #include "util.h"
 
 #define PENDING_ERRORS 64
@@ -238,6 +239,7 @@ failure_of(PendingError *e)
 	f.lsn = e->lsn;
 	f.resync = e->resync;
 	f.at = e->at;
+	f.retry_at = 0;				/* decided when it is written down */
 	return f;
 }
 
@@ -276,7 +278,7 @@ failures_persist(void)
 			continue;
 
 		failure = failure_of(&copy[i]);
-		catalog_record_failure(copy[i].flow_id, &failure);
+		schedule_record_failure(copy[i].flow_id, &failure);
 
 		if (!xact_callback_registered)
 		{

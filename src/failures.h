@@ -2,7 +2,7 @@
  *
  * failures.h
  *		Failed runs kept in shared memory until they can be written down
- *		(store layer).
+ *		(schedule layer).
  *
  *-------------------------------------------------------------------------
  */

@@ -36,6 +36,7 @@
 #include "catalog.h"
 #include "lanes.h"
 #include "registry.h"
+#include "schedule.h"
 #include "settings.h"
 #include "slots.h"
 
@@ -90,6 +91,61 @@ try_copy_main(void)
 }
 
 /*
+ * The change flows on the main slot that should move to the laggard slot
+ * (read, not locked), and a new copy of the main slot for them when the
+ * laggard slot lag (have_lag: it exists, confirmed at lconf) cannot take
+ * them; without a copy where one is needed, *to_lag is NIL.
+ */
+static char *
+copy_for_movers(const char *main, bool have_lag, XLogRecPtr lconf, List *slow, List **to_lag)
+{
+	char	   *copy = NULL;
+	XLogRecPtr	oldest;
+
+	*to_lag = catalog_lock_movers(main, true, schedule_max_lag_bytes(), slow, InvalidXLogRecPtr,
+								  false, &oldest);
+	if (schedule_needs_laggard_copy(*to_lag != NIL, have_lag, lconf, oldest))
+	{
+		if (slots_count() < 3)
+			copy = try_copy_main();
+		if (copy == NULL)
+			*to_lag = NIL;		/* an old laggard slot is still in use, or no slot is left */
+	}
+
+	if (copy != NULL && autocdc_test_pause_after_copy > 0)
+	{
+		TimestampTz until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														autocdc_test_pause_after_copy);
+
+		elog(LOG, "autocdc: copied the main slot to \"%s\"", copy);
+		/* a signal ends pg_usleep early */
+		while (GetCurrentTimestamp() < until)
+			pg_usleep(10000L);
+	}
+	return copy;
+}
+
+/*
+ * Take the flows served from the laggard slot lag longer than
+ * autocdc.max_lag_age off it, with a WARNING for each; true if there were
+ * any.
+ */
+static bool
+expire_laggards(const char *lag)
+{
+	List	   *expired = catalog_expire_laggards(lag, autocdc_max_lag_age);
+	ListCell   *lc;
+
+	foreach(lc, expired)
+		ereport(WARNING,
+				(errmsg("autocdc: flow \"%s\" was served from the laggard slot longer than autocdc.max_lag_age; it needs a resync",
+						(char *) lfirst(lc)),
+				 errdetail("Its source position no longer pins WAL."),
+				 errhint("Run SELECT autocdc.full_refresh(%s).", quote_literal_cstr(lfirst(lc)))));
+	return expired != NIL;
+}
+
+/*
  * Move flows between the database's slots (see above).  slow: ids of the
  * flows the main lane found slow lately.  Must run in a transaction that
  * has not written; returns whether the laggard slot has flows.
@@ -99,14 +155,13 @@ lanes_rebalance(List *slow)
 {
 	char	   *main = slots_main_name();
 	char	   *lag;
-	char	   *copy = NULL;
+	char	   *copy;
 	XLogRecPtr	mconf,
 				mrestart,
 				lconf = InvalidXLogRecPtr,
 				lrestart,
 				oldest;
 	bool		have_lag;
-	int64		max_lag = (int64) autocdc_max_lag * 1024;
 	List	   *to_lag;
 	List	   *back;
 	bool		moved = false;
@@ -121,25 +176,7 @@ lanes_rebalance(List *slow)
 	slots_drop_laggards(have_lag ? lag : NULL);
 
 	/* what should move to the laggard slot, and does it need a new copy? */
-	to_lag = catalog_lock_movers(main, true, max_lag, slow, InvalidXLogRecPtr, false, &oldest);
-	if (to_lag != NIL && (!have_lag || (!XLogRecPtrIsInvalid(oldest) && lconf > oldest)))
-	{
-		if (slots_count() < 3)
-			copy = try_copy_main();
-		if (copy == NULL)
-			to_lag = NIL;		/* an old laggard slot is still in use, or no slot is left */
-	}
-
-	if (copy != NULL && autocdc_test_pause_after_copy > 0)
-	{
-		TimestampTz until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-														autocdc_test_pause_after_copy);
-
-		elog(LOG, "autocdc: copied the main slot to \"%s\"", copy);
-		/* a signal ends pg_usleep early */
-		while (GetCurrentTimestamp() < until)
-			pg_usleep(10000L);
-	}
+	copy = copy_for_movers(main, have_lag, lconf, slow, &to_lag);
 
 	/* from here on, this transaction writes */
 	if (lag != NULL && !have_lag && catalog_lock_slot_flows(lag))
@@ -180,7 +217,8 @@ lanes_rebalance(List *slow)
 	}
 	if (to_lag != NIL && have_lag)
 	{
-		to_lag = catalog_lock_movers(main, true, max_lag, slow, InvalidXLogRecPtr, true, &oldest);
+		to_lag = catalog_lock_movers(main, true, schedule_max_lag_bytes(), slow,
+									 InvalidXLogRecPtr, true, &oldest);
 		if (to_lag != NIL)
 		{
 			catalog_move_flows(to_lag, lag, true);
@@ -188,18 +226,7 @@ lanes_rebalance(List *slow)
 		}
 	}
 	if (have_lag && autocdc_max_lag_age > 0)
-	{
-		List	   *expired = catalog_expire_laggards(lag, autocdc_max_lag_age);
-		ListCell   *lc;
-
-		foreach(lc, expired)
-			ereport(WARNING,
-					(errmsg("autocdc: flow \"%s\" was served from the laggard slot longer than autocdc.max_lag_age; it needs a resync",
-							(char *) lfirst(lc)),
-					 errdetail("Its source position no longer pins WAL."),
-					 errhint("Run SELECT autocdc.full_refresh(%s).", quote_literal_cstr(lfirst(lc)))));
-		moved = moved || expired != NIL;
-	}
+		moved = expire_laggards(lag) || moved;
 
 	/*
 	 * The main slot's restart point moves only at running-transactions
@@ -252,7 +279,7 @@ lanes_rebalance_for_run(void)
 		lag = NULL;
 	/* a laggard slot no flow is on any more is dropped by a rebalance too */
 	if ((lag == NULL && slots_count() > 1) ||
-		catalog_moves_due(main, lag, (int64) autocdc_max_lag * 1024, mconf,
+		catalog_moves_due(main, lag, schedule_max_lag_bytes(), mconf,
 						  autocdc_max_lag_age))
 		(void) lanes_rebalance(NIL);
 }

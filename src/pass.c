@@ -44,6 +44,7 @@
 #include "lag.h"
 #include "pass.h"
 #include "run.h"
+#include "schedule.h"
 #include "settings.h"
 #include "snaprun.h"
 #include "source.h"
@@ -54,8 +55,6 @@
 #define IDLE_PROGRESS_INTERVAL_MS 10000
 /* After its slice, how often the timer looks whether other work is due (ms). */
 #define SLICE_RECHECK_MS 50
-/* A flow found slow stays in the laggard lane at least this long (ms). */
-#define SLOW_HOLD_MS 30000
 
 /* One flow in a worker pass. */
 typedef struct PassFlow
@@ -164,7 +163,7 @@ pass_slow_flows(void)
 	{
 		SlowFlow   *sf = lfirst(lc);
 
-		if (TimestampDifferenceExceeds(sf->since, now, SLOW_HOLD_MS))
+		if (!schedule_slow_held(sf->since, now))
 		{
 			slow_flows = foreach_delete_current(slow_flows, lc);
 			pfree(sf);
@@ -277,16 +276,15 @@ lock_flow_relations(FlowDef *flow)
 
 /*
  * Would a flow's first read stall the main lane's pass?  It reads the whole
- * feed before the pass decodes, outside any slice: past FIRST_READ_PAGES of
- * feed the laggard worker does it instead.
+ * feed before the pass decodes, outside any slice: past a size
+ * (schedule.c) the laggard worker does it instead.
  */
-#define FIRST_READ_PAGES 1024
 static bool
 first_read_too_big(FlowDef *flow)
 {
 	Relation	rel = table_open(flow->source, NoLock);
 	bool		big = RELKIND_HAS_STORAGE(rel->rd_rel->relkind) &&
-		RelationGetNumberOfBlocks(rel) > FIRST_READ_PAGES;
+		schedule_first_read_too_big(RelationGetNumberOfBlocks(rel));
 
 	table_close(rel, NoLock);
 	return big;

@@ -635,11 +635,12 @@ registry_launcher_started(void)
  * One look of the launcher at the registry, given the databases that exist
  * and allow connections: forget dropped ones, give up starts that never
  * came, and return the worker places (RegistryStart) that need a worker
- * now.  *running: how many workers run or start; *pending: a restart waits
- * for its delay.
+ * now (a place whose worker exited: restart_delay_ms after it did).
+ * *running: how many workers run or start; *pending: a restart waits for
+ * its delay.
  */
 List *
-registry_due(List *dbs, TimestampTz now, int *running, bool *pending)
+registry_due(List *dbs, TimestampTz now, int restart_delay_ms, int *running, bool *pending)
 {
 	List	   *to_start = NIL;
 	ListCell   *lc;
@@ -692,7 +693,7 @@ registry_due(List *dbs, TimestampTz now, int *running, bool *pending)
 			if (le->pid != 0 || le->starting || (l > 0 && !e->laggards))
 				continue;
 			if (le->exited_at != 0 &&
-				!TimestampDifferenceExceeds(le->exited_at, now, REGISTRY_RESTART_DELAY_MS))
+				!TimestampDifferenceExceeds(le->exited_at, now, restart_delay_ms))
 			{
 				*pending = true;
 				continue;

@@ -13,9 +13,6 @@
 #include "nodes/pg_list.h"
 #include "storage/lwlock.h"
 
-/* A dead worker's database gets a new one after this long (ms). */
-#define REGISTRY_RESTART_DELAY_MS 1000
-
 /* Worker places per database: the main lane (0) and the laggard lane (1). */
 #define REGISTRY_LANES 2
 #define REGISTRY_MAIN_LANE 0
@@ -48,7 +45,8 @@ extern bool registry_note_copy_failing(bool failing);
 extern bool registry_has_worker(void);
 extern bool registry_attached(void);
 extern void registry_launcher_started(void);
-extern List *registry_due(List *dbs, TimestampTz now, int *running, bool *pending);
+extern List *registry_due(List *dbs, TimestampTz now, int restart_delay_ms, int *running,
+						  bool *pending);
 extern void registry_starting(Oid dboid, int lane, TimestampTz now);
 
 #endif							/* AUTOCDC_REGISTRY_H */

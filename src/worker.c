@@ -67,6 +67,7 @@
 #include "lanes.h"
 #include "pass.h"
 #include "registry.h"
+#include "schedule.h"
 #include "settings.h"
 #include "slots.h"
 #include "source.h"
@@ -157,19 +158,14 @@ launcher_scan(void)
 {
 	List	   *dbs = launcher_databases();
 	TimestampTz now = GetCurrentTimestamp();
-	int			running;
 	bool		pending;
-	List	   *to_start = registry_due(dbs, now, &running, &pending);
+	List	   *to_start = schedule_workers_to_start(dbs, now, &pending);
 	ListCell   *lc;
 
 	foreach(lc, to_start)
 	{
 		RegistryStart *rs = lfirst(lc);
 
-		/* a laggard worker does not count against autocdc.max_workers */
-		if (!autocdc_enabled ||
-			(rs->lane == REGISTRY_MAIN_LANE && running >= autocdc_max_workers))
-			continue;
 		if (!launcher_start_worker(rs->dboid, rs->lane))
 		{
 			ereport(WARNING,
@@ -178,8 +174,6 @@ launcher_scan(void)
 					 errhint("Raise max_worker_processes.")));
 			break;
 		}
-		if (rs->lane == REGISTRY_MAIN_LANE)
-			running++;
 		registry_starting(rs->dboid, rs->lane, now);
 	}
 	list_free(dbs);
@@ -356,10 +350,10 @@ worker_pass(bool *more)
 		if (lag == NULL)
 			laggard_idle = true;
 		else
-			*more = pass_change_flows(catalog_due_change_flows(lag, true), lag,
+			*more = pass_change_flows(schedule_due_change_flows(lag, true), lag,
 									  autocdc_batch_size, (int64) autocdc_max_pass_wal * 1024,
 									  false);
-		delay = catalog_next_due_ms();
+		delay = schedule_next_due_ms();
 	}
 	else
 	{
@@ -378,12 +372,12 @@ worker_pass(bool *more)
 		failures_persist();
 		main_slot = slots_main_name();
 		if (main_slot != NULL && have_slot)
-			*more = pass_change_flows(catalog_due_change_flows(slots_laggard_name(), false),
+			*more = pass_change_flows(schedule_due_change_flows(slots_laggard_name(), false),
 									  main_slot, autocdc_batch_size, 0, true);
 		/* snapshot flows every autocdc.snapshot_interval */
-		pass_snapshot_flows(catalog_due_snapshot_flows());
+		pass_snapshot_flows(schedule_due_snapshot_flows());
 		/* when the next retry or snapshot falls due */
-		delay = catalog_next_due_ms();
+		delay = schedule_next_due_ms();
 	}
 
 	worker_xact_end();
@@ -425,7 +419,7 @@ autocdc_launcher_main(Datum arg)
 		ResetLatch(MyLatch);
 		pending = launcher_scan();
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 pending ? REGISTRY_RESTART_DELAY_MS / 4 : LAUNCHER_NAPTIME_MS,
+						 pending ? SCHEDULE_RESTART_DELAY_MS / 4 : LAUNCHER_NAPTIME_MS,
 						 PG_WAIT_EXTENSION);
 	}
 }
@@ -500,7 +494,7 @@ autocdc_worker_main(Datum arg)
 			RESUME_INTERRUPTS();
 			pgstat_report_activity(STATE_IDLE, NULL);
 			failures++;
-			timeout = Min(1000L << Min(failures, 8), 300000L);
+			timeout = schedule_pass_retry_ms(failures);
 		}
 		PG_END_TRY();
 

@@ -16,7 +16,8 @@ my $src = ($ENV{TESTDIR} // '.') . '/src';
 # layer of each module (file name without .c/.h), lowest first
 my @layers = (
 	[ base => qw(compat layout settings util tablekind) ],
-	[ store => qw(catalog failures lag registry) ],
+	[ store => qw(catalog lag registry) ],
+	[ schedule => qw(schedule failures) ],
 	[ engine => qw(fold kind scd1 scd2 bitemporal storage rowstore expr batch slots source snapsource apply compare) ],
 	[ usecase => qw(define run snaprun pass lanes) ],
 	[ entry => qw(api timetravel statement parse worker guard autocdc) ],
