@@ -209,7 +209,7 @@ run_body(FlowDef *peek, RunMetrics *m)
 static void
 refresh_body(FlowDef *flow, RunMetrics *m)
 {
-	if (flow->kind == FLOW_SNAPSHOT && flow->skip_invalid)
+	if (flow->kind == FLOW_SNAPSHOT && flow->run.skip_invalid)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("flow \"%s\" is a snapshot flow: full_refresh cannot skip its invalid rows",
@@ -244,8 +244,8 @@ run_entry(FunctionCallInfo fcinfo, void (*body) (FlowDef *peek, RunMetrics *m))
 	require_args(fcinfo, PG_NARGS(), required, "");
 	peek = catalog_load_flow(text_to_cstring(PG_GETARG_TEXT_PP(0)), false, false);
 	catalog_check_flow_owner(peek);
-	peek->skip_invalid = PG_NARGS() > 1 && PG_GETARG_BOOL(1);
-	peek->discard_history = PG_NARGS() > 2 && PG_GETARG_BOOL(2);
+	peek->run.skip_invalid = PG_NARGS() > 1 && PG_GETARG_BOOL(1);
+	peek->run.discard_history = PG_NARGS() > 2 && PG_GETARG_BOOL(2);
 	PG_TRY();
 	{
 		run_set_applying(peek->name);

@@ -692,7 +692,7 @@ invalid_event(ClassifyScan *cs, XLogRecPtr lsn, int64 ord, bool null_key, bool s
 	const char *what = null_key ? "a null key column" :
 		system ? "a null system sequence" : "a null sequence";
 
-	if (f->skip_invalid)
+	if (f->run.skip_invalid)
 	{
 		cs->nskipped++;
 		if (cs->nskipped <= INVALID_REPORTED)
@@ -881,7 +881,7 @@ classify_sql(ApplyCtx *a)
 	{
 		if (a->c.selected[i])
 		{
-			const char *pseudo = f->changes ?
+			const char *pseudo = f->srckind->pseudo_columns ?
 				pseudo_source_of(f->col_include, f->col_from, a->c.dnames[i]) : NULL;
 
 			/* a column taken from a pseudo-column, or the source's */
@@ -915,7 +915,7 @@ classify_sql(ApplyCtx *a)
 	}
 	appendStringInfoChar(&sql, ')');
 	/* a changes() TRUNCATE that the flow does not apply as one is no event */
-	if (f->changes)
+	if (f->srckind->pseudo_columns)
 		appendStringInfo(&sql, " WHERE s._change_type OPERATOR(pg_catalog.<>) 'truncate' OR (%s)",
 						 f->truncates ? f->truncates : "false");
 	return sql.data;

@@ -426,7 +426,7 @@ flow_from_row(HeapTuple tup, TupleDesc desc)
 	d = FLOW_GET(FC_IGNORED_UPDATES, &isnull);
 	f->ignored_updates = isnull ? 0 : DatumGetInt64(d);
 	f->snapshot_version = flow_text(tup, desc, FC_SNAPSHOT_VERSION);
-	f->changes = strcmp(flow_text(tup, desc, FC_SOURCE_KIND), "changes") == 0;
+	f->srckind = srckind_by_name(flow_text(tup, desc, FC_SOURCE_KIND));
 	d = FLOW_GET(FC_PROGRESS_TS, &isnull);
 	f->progress_ts = isnull ? 0 : DatumGetTimestampTz(d);
 	f->keeps_state = DatumGetBool(FLOW_GET(FC_KEEPS_STATE, &isnull));
@@ -543,7 +543,7 @@ catalog_insert_flow(FlowDef *f)
 	arg_text(&a, f->tombstone_retention);
 	arg_text(&a, f->source_function);
 	arg_text(&a, f->snapshot_target);	/* $23 */
-	arg_text(&a, f->changes ? "changes" : "feed");
+	arg_text(&a, f->srckind->name);
 	arg_text(&a, f->system_sequence_by);	/* $25 */
 	PG_TRY();
 	{
@@ -736,7 +736,7 @@ catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz started, bool lo
 	arg_add(&a, INT8OID, Int64GetDatum(m->num_ignored_updates), false);	/* $13 */
 	arg_add(&a, INT8OID, Int64GetDatum(m->num_ignored_deletes), false);
 	arg_add(&a, TIMESTAMPTZOID, TimestampTzGetDatum(flow->progress_ts), flow->progress_ts == 0);	/* $15 */
-	arg_bool(&a, flow->read_whole);
+	arg_bool(&a, flow->run.read_whole);
 	/* a resync marked meanwhile (catalog_mark_resync) lasts until a whole read */
 	cat_exec("UPDATE autocdc.flow_state SET progress = $2, once_done = $3, progress_timestamp = $15, "
 			 "num_events = num_events OPERATOR(pg_catalog.+) $4, "
@@ -1301,7 +1301,8 @@ catalog_expire_laggards(const char *lag, int max_age)
 }
 
 /*
- * Set the changes() flows whose source is one of relids to need a resync
+ * Set the flows whose source is one of relids and whose source kind has
+ * row changes (changes()) to need a resync
  * (a partition attached with rows, detached or dropped: their targets can
  * no longer be told from the WAL), in the caller's transaction.  A flow
  * whose first read is running is marked once it commits (the row lock
@@ -1315,10 +1316,11 @@ catalog_mark_resync(List *relids, const char *reason)
 
 	arg_oids(&a, relids);
 	arg_text(&a, reason);
+	arg_names(&a, srckind_names_where_row_changes(), false);
 	cat_exec("UPDATE autocdc.flow_state s SET slot_name = NULL, laggard_since = NULL, "
 			 "resync_reason = coalesce(s.resync_reason, $2) "
 			 "FROM autocdc.flow f WHERE f.name OPERATOR(pg_catalog.=) s.name "
-			 "AND f.source_kind OPERATOR(pg_catalog.=) 'changes' "
+			 "AND f.source_kind OPERATOR(pg_catalog.=) ANY ($3) "
 			 "AND f.source::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
 			 &a, SPI_OK_UPDATE);
 }

@@ -14,24 +14,49 @@
 #include "datatype/timestamp.h"
 #include "nodes/pg_list.h"
 
+#include "srckind.h"
+
 /* autocdc.flow.kind */
 #define FLOW_CDC 'c'
 #define FLOW_SNAPSHOT 's'
 
-/* A flow as the catalog holds it: its definition and its progress. */
+/*
+ * What one run of a flow is asked to do and works out as it goes: never
+ * stored.  The caller of the run sets the options (api.c, run.c); the run
+ * sets the rest.
+ */
+typedef struct FlowRun
+{
+	/* options of the call */
+	bool		skip_invalid;	/* skip rows that cannot be events */
+	bool		discard_history;	/* full_refresh empties a changes() target */
+	bool		refresh_keep;	/* the first read refreshes a changes() flow,
+								 * keeping its target */
+	/* working state */
+	bool		read_whole;		/* the source was read whole (a first read or
+								 * refresh): it ends a resync */
+	List	   *expr_columns;	/* source columns the delete and truncate
+								 * conditions read (set by source_check) */
+} FlowRun;
+
+/*
+ * A flow as the catalog holds it: its definition (autocdc.flow) and its
+ * progress (autocdc.flow_state), both read by catalog_get_flow and written
+ * by the catalog's functions; and, apart, the current run's (run, never
+ * stored).
+ */
 typedef struct FlowDef
 {
 	int32		id;
 	char	   *name;
 	Oid			owner;
 	char		kind;			/* FLOW_CDC or FLOW_SNAPSHOT */
-	/* source */
+	/* the definition (autocdc.flow): source */
 	Oid			source;			/* feed or table source; InvalidOid for a
 								 * version function */
 	char	   *source_text;	/* as the user gave it */
 	bool		once;
-	bool		changes;		/* changes(source): its row changes are the
-								 * events; otherwise its inserts (a feed) */
+	const SourceKind *srckind;	/* what the source is (source_kind) */
 	char	   *source_function;	/* version function signature, or NULL */
 	/* target */
 	int			target_id;		/* 0: a snapshot target not created yet */
@@ -64,7 +89,7 @@ typedef struct FlowDef
 	bool		keeps_state;	/* the target keeps per-key hidden state
 								 * (false: see define.c) */
 	bool		continuous;
-	/* progress */
+	/* progress and state (autocdc.flow_state; snapshot_version: autocdc.flow) */
 	bool		has_progress;
 	XLogRecPtr	progress;		/* source commits before it are applied */
 	TimestampTz progress_ts;	/* changes(): _commit_timestamp of the last
@@ -75,16 +100,10 @@ typedef struct FlowDef
 	XLogRecPtr	skip_upto;		/* commits at or before it are skipped */
 	TimestampTz last_run_at;	/* 0: never */
 	bool		waiting;		/* marked waiting for a locked relation */
-	bool		skip_invalid;	/* this run skips rows that cannot be events */
-	bool		discard_history;	/* full_refresh empties a changes() target */
-	bool		refresh_keep;	/* this run's first read refreshes a changes()
-								 * flow, keeping its target */
-	bool		read_whole;		/* this run read the source whole (a first
-								 * read or refresh): it ends a resync */
-	List	   *expr_columns;	/* source columns its delete and truncate
-								 * conditions read (set by source_check) */
 	int64		ignored_updates;	/* updates of its feed counted so far */
 	char	   *snapshot_version;	/* last applied version as text, or NULL */
+	/* not stored */
+	FlowRun		run;			/* the current run's options and state */
 } FlowDef;
 
 /* A target as the catalog holds it. */

@@ -42,6 +42,7 @@
 #include "expr.h"
 #include "layout.h"
 #include "snapsource.h"
+#include "srckind.h"
 #include "rowstore.h"
 #include "storage.h"
 #include "tablekind.h"
@@ -53,7 +54,7 @@ typedef struct Definition
 	FlowSpec   *spec;
 	const StorageKind *kind;
 	bool		reads_once;		/* the source is read whole, not decoded */
-	bool		changes;		/* changes(source): its row changes are the events */
+	const SourceKind *srckind;	/* the source's kind (srckind.h) */
 	/* source */
 	Oid			source;
 	char	   *srctext;		/* as written, without stream() or changes() */
@@ -102,18 +103,43 @@ refuse_nested_source(const char *source)
 }
 
 /*
- * Strip stream(...) around a source; note changes(...).  Each may be given
+ * The source kind whose sources are written as the word s starts with,
+ * followed by "(" (*inner: after it), or NULL.
+ */
+static const SourceKind *
+source_wrapper(char *s, char **inner)
+{
+	char	   *p = s;
+	char		c;
+	const SourceKind *kind;
+
+	while (isalpha((unsigned char) *p) || *p == '_')
+		p++;
+	c = *p;
+	*p = '\0';
+	kind = p > s ? srckind_by_wrapper(s) : NULL;
+	*p = c;
+	while (isspace((unsigned char) *p))
+		p++;
+	*inner = p + 1;
+	return *p == '(' ? kind : NULL;
+}
+
+/*
+ * Strip stream(...) around a source; note the kind a wrapper such as
+ * changes(...) gives (srckind.h; none: srckind_default).  Each may be given
  * once, stream() outside: x, stream(x), changes(x), stream(changes(x)).
  */
 static char *
-parse_source_text(const char *source, bool *is_changes)
+parse_source_text(const char *source, const SourceKind **kind)
 {
 	char	   *s = pstrdup(source);
 	char	   *end;
 	bool		again = true;
 	bool		streamed = false;
+	const SourceKind *wrapped = NULL;
 
-	*is_changes = false;
+	*kind = srckind_default();
 	while (again)
 	{
 		again = false;
@@ -130,7 +156,7 @@ parse_source_text(const char *source, bool *is_changes)
 				p++;
 			if (*p == '(' && end[-1] == ')')
 			{
-				if (streamed || *is_changes)
+				if (streamed || wrapped != NULL)
 					refuse_nested_source(source);
 				end[-1] = '\0';
 				s = p + 1;
@@ -139,19 +165,18 @@ parse_source_text(const char *source, bool *is_changes)
 				continue;
 			}
 		}
-		if (pg_strncasecmp(s, "changes", 7) == 0)
+		if (end > s && end[-1] == ')')
 		{
-			char	   *p = s + 7;
+			char	   *inner;
+			const SourceKind *k = source_wrapper(s, &inner);
 
-			while (isspace((unsigned char) *p))
-				p++;
-			if (*p == '(' && end[-1] == ')')
+			if (k != NULL)
 			{
-				if (*is_changes)
+				if (wrapped != NULL)
 					refuse_nested_source(source);
 				end[-1] = '\0';
-				s = p + 1;
-				*is_changes = true;
+				s = inner;
+				*kind = wrapped = k;
 				again = true;
 			}
 		}
@@ -363,10 +388,10 @@ def_kind(Definition *d)
 static ExprInfo *
 def_sequence_expr(Definition *d, const char *text, const char *what, const char *option)
 {
-	ExprInfo   *e = expr_analyze(d->source, d->changes, text, what);
+	ExprInfo   *e = expr_analyze(d->source, d->srckind->pseudo_columns, text, what);
 	ListCell   *lc;
 
-	if (d->changes && e->reads_source)
+	if (d->srckind->row_changes && e->reads_source)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("the %s of a changes() flow may read only the pseudo-columns _commit_timestamp, _commit_lsn and _change_type", what),
@@ -379,7 +404,7 @@ def_sequence_expr(Definition *d, const char *text, const char *what, const char 
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("the %s of a flow cannot call volatile functions", what),
 				 errdetail("A volatile expression such as random() or clock_timestamp() can give another value each time it is evaluated, so it cannot order events."),
-				 d->changes ?
+				 d->srckind->pseudo_columns ?
 				 errhint("Give %s => '_commit_timestamp' or '_commit_lsn'.", option) :
 				 errhint("Sequence by a column of the source, or by an expression of immutable or stable functions.")));
 	if (e->field_names == NIL && !type_is_orderable(e->typid))
@@ -402,8 +427,8 @@ def_source(Definition *d)
 {
 	RangeVar   *rv;
 
-	d->srctext = parse_source_text(d->spec->source, &d->changes);
-	if (d->changes && d->reads_once)
+	d->srctext = parse_source_text(d->spec->source, &d->srckind);
+	if (d->srckind->row_changes && d->reads_once)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("a changes() source cannot be read %s",
@@ -431,7 +456,7 @@ def_check_source(Definition *d)
 				 errmsg("source \"%s\" has row-level security enabled", d->srcname),
 				 errhint("A flow must read every row of its source; its owner must bypass row-level security.")));
 	d->srccols = relation_columns(d->source);
-	if (d->changes)
+	if (d->srckind->pseudo_columns)
 	{
 		int			i;
 
@@ -443,7 +468,7 @@ def_check_source(Definition *d)
 								d->srcname, pseudo_columns[i].name),
 						 errhint("Rename the column: every event of a changes() flow carries _change_type, _commit_lsn and _commit_timestamp.")));
 	}
-	else if (!d->reads_once)
+	if (!d->srckind->row_changes && !d->reads_once)
 	{
 		Relation	rel = relation_open(d->source, AccessShareLock);
 		bool		has_pk = OidIsValid(compat_RelationGetPrimaryKeyIndex(rel));
@@ -475,7 +500,7 @@ def_pseudo_columns(Definition *d)
 		const char *name = lfirst(lc);
 		const char *from = lfirst(lf);
 
-		if (d->changes && pseudo_column_index(from) >= 0)
+		if (d->srckind->pseudo_columns && pseudo_column_index(from) >= 0)
 		{
 			if (find_column(d->srccols, name))
 				ereport(ERROR,
@@ -497,7 +522,8 @@ def_pseudo_columns(Definition *d)
 					 errhint("The target's columns have the source's names; rename the column in the target's consumers, e.g. in a view.")));
 	}
 	d->tgtcols = list_concat(list_copy(d->srccols),
-							 d->changes ? pseudo_target_columns(d->collist, d->colfrom) : NIL);
+							 d->srckind->pseudo_columns ?
+							 pseudo_target_columns(d->collist, d->colfrom) : NIL);
 }
 
 /* Keys, the column selection and the tracked columns. */
@@ -532,13 +558,13 @@ def_columns(Definition *d)
 	def_pseudo_columns(d);
 	foreach(lc, list_concat(list_concat(list_copy(d->keys), d->colfrom), d->exceptlist))
 		if (!find_column(d->srccols, lfirst(lc)) &&
-			!(d->changes && pseudo_column_index(lfirst(lc)) >= 0 &&
+			!(d->srckind->pseudo_columns && pseudo_column_index(lfirst(lc)) >= 0 &&
 			  !name_in_list(d->keys, lfirst(lc)) && !name_in_list(d->exceptlist, lfirst(lc))))
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_COLUMN),
 					 errmsg("column \"%s\" does not exist in source \"%s\"",
 							(char *) lfirst(lc), d->srcname),
-					 pseudo_column_index(lfirst(lc)) >= 0 && !d->changes ?
+					 pseudo_column_index(lfirst(lc)) >= 0 && !d->srckind->pseudo_columns ?
 					 errhint("Pseudo-columns belong to changes() sources.") : 0));
 	foreach(lc, d->tgtcols)
 	{
@@ -717,16 +743,13 @@ def_expressions(Definition *d)
 	FlowSpec   *s = d->spec;
 	StringInfoData sql;
 
-	if (d->changes)
-	{
-		/* the defaults of a changes() source */
-		if (s->sequence_by == NULL)
-			s->sequence_by = "_commit_timestamp";
-		if (s->deletes == NULL)
-			s->deletes = "_change_type = 'delete'";
-		if (s->truncates == NULL)
-			s->truncates = "_change_type = 'truncate'";
-	}
+	/* the defaults of the source's kind (a changes() source has them) */
+	if (s->sequence_by == NULL)
+		s->sequence_by = d->srckind->default_sequence_by;
+	if (s->deletes == NULL)
+		s->deletes = d->srckind->default_deletes;
+	if (s->truncates == NULL)
+		s->truncates = d->srckind->default_truncates;
 	if (s->sequence_by == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -737,7 +760,7 @@ def_expressions(Definition *d)
 									  "system_sequence_by");
 	if (s->deletes)
 	{
-		d->del = expr_analyze(d->source, d->changes, s->deletes, "apply_as_deletes");
+		d->del = expr_analyze(d->source, d->srckind->pseudo_columns, s->deletes, "apply_as_deletes");
 		if (d->del->typid != BOOLOID)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -746,7 +769,8 @@ def_expressions(Definition *d)
 	}
 	if (s->truncates)
 	{
-		d->trunc = expr_analyze(d->source, d->changes, s->truncates, "apply_as_truncates");
+		d->trunc = expr_analyze(d->source, d->srckind->pseudo_columns, s->truncates,
+								 "apply_as_truncates");
 		if (d->trunc->typid != BOOLOID)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -761,7 +785,7 @@ def_expressions(Definition *d)
 					 d->sysseq ? ", " : "", d->sysseq ? d->sysseq->normalized : "",
 					 d->del ? ", " : "", d->del ? d->del->normalized : "",
 					 d->trunc ? ", " : "", d->trunc ? d->trunc->normalized : "",
-					 expr_from_list(d->source, d->changes, NULL));
+					 expr_from_list(d->source, d->srckind->pseudo_columns, NULL));
 	check_caller_reads(sql.data, d->srcname);
 }
 
@@ -1000,7 +1024,7 @@ def_sequence_type(Definition *d)
 static bool
 def_commit_ordered(Definition *d)
 {
-	return d->spec->kind == FLOW_CDC && d->changes && d->kind->code == '1' &&
+	return d->spec->kind == FLOW_CDC && d->srckind->row_changes && d->kind->code == '1' &&
 		!d->spec->ignore_nulls && strcmp(d->seq->normalized, "_commit_timestamp") == 0;
 }
 
@@ -1120,8 +1144,9 @@ def_flowdef(Definition *d)
 	f->kind = d->spec->kind;
 	f->source = d->source;
 	/* as written, without stream() */
-	f->source_text = d->changes ? psprintf("changes(%s)", d->srctext) : pstrdup(d->srctext);
-	f->changes = d->changes;
+	f->source_text = d->srckind->wrapper ?
+		psprintf("%s(%s)", d->srckind->wrapper, d->srctext) : pstrdup(d->srctext);
+	f->srckind = d->srckind;
 	f->once = d->spec->once;
 	f->target_id = d->tdef.id;
 	f->scd = d->kind->code;
@@ -1164,7 +1189,7 @@ define_from(FlowSpec *spec)
 	def_source(&d);
 	def_check_source(&d);
 	def_columns(&d);
-	if (d.changes)
+	if (d.srckind->row_changes)
 		def_changes_keys(&d);
 	def_expressions(&d);
 	def_target_name(&d);

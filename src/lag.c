@@ -246,7 +246,7 @@ autocdc_lag_notes(PG_FUNCTION_ARGS)
 
 		values[0] = Int32GetDatum(c->key.flow_id);
 		values[1] = TimestampTzGetDatum(c->note.decoded_at);
-		values[2] = Int64GetDatum(c->note.changes);
+		values[2] = Int64GetDatum(c->note.stat_changes);
 		values[3] = TimestampTzGetDatum(c->note.pending_since);
 		nulls[3] = c->note.pending_since == 0;
 		values[4] = BoolGetDatum(c->note.cut);

@@ -16,7 +16,7 @@
 typedef struct LagNote
 {
 	TimestampTz decoded_at;		/* when that decoding fixed its end */
-	int64		changes;		/* the source's change count before then */
+	int64		stat_changes;	/* the source's change count before then */
 	TimestampTz pending_since;	/* oldest commit seen and not applied, 0:
 								 * none */
 	bool		cut;			/* decoding stopped before the end: more may

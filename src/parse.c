@@ -583,7 +583,8 @@ parse_flow_clauses(Parser *p, AutocdcStmt *s)
 				break;
 		}
 	}
-	if (s->sequence_by == NULL && !s->snapshot && !s->changes)
+	if (s->sequence_by == NULL && !s->snapshot &&
+		(s->srckind == NULL || s->srckind->default_sequence_by == NULL))
 		syntax_error(p, p->pos, "SEQUENCE BY, which CREATE FLOW from a feed requires");
 }
 
@@ -630,11 +631,13 @@ parse_flow_body(Parser *p, AutocdcStmt *s)
 	else if (is_word(p, p->pos, "stream") && is_name_token(p, p->pos + 1) &&
 			 !is_word(p, p->pos + 1, "keys"))
 		p->pos++;
-	if (is_word(p, p->pos, "changes") && is_char(p, p->pos + 1, '('))
+	/* a source kind's wrapper, such as changes(x) */
+	if (p->pos < p->ntoks && p->toks[p->pos].word != NULL && is_name_token(p, p->pos) &&
+		is_char(p, p->pos + 1, '(') &&
+		(s->srckind = srckind_by_wrapper(p->toks[p->pos].word)) != NULL)
 	{
 		p->pos += 2;
 		depth++;
-		s->changes = true;
 	}
 	(void) parse_name(p, "the source: a table, stream(table) or changes(table)");
 	while (depth-- > 0)

@@ -10,6 +10,8 @@
 
 #include "nodes/pg_list.h"
 
+#include "srckind.h"
+
 typedef enum AutocdcStmtKind
 {
 	STMT_CREATE_FLOW,
@@ -26,7 +28,8 @@ typedef struct AutocdcStmt
 	char	   *target;
 	char	   *source;
 	bool		snapshot;		/* FROM SNAPSHOT */
-	bool		changes;		/* FROM changes(...): SEQUENCE BY is optional */
+	const SourceKind *srckind;	/* FROM wrapper(...) (srckind.h), or NULL:
+								 * a table */
 	bool		once;
 	bool		or_refresh;
 	bool		if_exists;

@@ -342,7 +342,7 @@ pass_prepare(PassFlow *pf)
 		pf->capture.batch = run_new_batch(pf->flow, &pf->bdesc, pf->owner);
 		pf->capture.batchdesc = pf->bdesc;
 		pf->capture.m = &pf->m;
-		pf->capture.notes = pf->flow->changes ? rownotes_new(pf->owner) : NULL;
+		pf->capture.notes = pf->flow->srckind->row_changes ? rownotes_new(pf->owner) : NULL;
 	}
 }
 

@@ -101,7 +101,7 @@ store_qualified(int flow_id)
 bool
 rowstore_column_read(FlowDef *flow, const char *name)
 {
-	return name_in_list(flow->columns, name) || name_in_list(flow->expr_columns, name);
+	return name_in_list(flow->columns, name) || name_in_list(flow->run.expr_columns, name);
 }
 
 /* The store's layout: the flow's keys, and the varlena columns it reads. */
@@ -788,7 +788,7 @@ rowstore_resolve(FlowDef *flow, Tuplestorestate *batch, TupleDesc bdesc, RowNote
 	Oid			relid;
 	int			ndata = bdesc->natts - PSEUDO_NCOLUMNS;
 
-	if (notes == NULL || !flow->changes)
+	if (notes == NULL || !flow->srckind->row_changes)
 		return batch;
 	relid = store_relid(flow->id);
 	if (!notes->read && notes->nmarks == 0 && !OidIsValid(relid))

@@ -143,13 +143,13 @@ check_read_privileges(FlowDef *flow)
 	initStringInfo(&sql);
 	appendStringInfoString(&sql, "SELECT ");
 	foreach(lc, flow->columns)
-		if (!flow->changes || !pseudo_source_of(flow->col_include, flow->col_from, lfirst(lc)))
+		if (!flow->srckind->pseudo_columns || !pseudo_source_of(flow->col_include, flow->col_from, lfirst(lc)))
 			appendStringInfo(&sql, "s.%s, ", quote_identifier(lfirst(lc)));
 	appendStringInfo(&sql, "(%s), (%s), (%s) FROM %s LIMIT 0",
 					 flow->sequence_by,
 					 flow->deletes ? flow->deletes : "NULL",
 					 flow->truncates ? flow->truncates : "NULL",
-					 expr_from_list(flow->source, flow->changes, "s"));
+					 expr_from_list(flow->source, flow->srckind->pseudo_columns, "s"));
 	become_owner(flow->owner, &saved_uid, &saved_sec);
 	if (SPI_execute(sql.data, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not check the privileges of flow \"%s\"", flow->name);
@@ -191,7 +191,7 @@ run_new_batch(FlowDef *flow, TupleDesc *bdesc, ResourceOwner owner)
 	ResourceOwner saved = CurrentResourceOwner;
 	Tuplestorestate *ts;
 
-	*bdesc = batch_source_desc(flow->source, flow->changes);
+	*bdesc = batch_source_desc(flow->source, flow->srckind->pseudo_columns);
 	CurrentResourceOwner = owner;
 	ts = tuplestore_begin_heap(false, false, settings_store_mem());
 	CurrentResourceOwner = saved;
@@ -273,7 +273,7 @@ run_one(FlowDef *flow, RunMetrics *m, bool refresh, bool touch_all)
 	run_hold_relations(flow, flow->source);
 	owner = run_batch_owner(CurTransactionResourceOwner);
 	batch = run_new_batch(flow, &bdesc, owner);
-	if (flow->changes)
+	if (flow->srckind->row_changes)
 		notes = rownotes_new(owner);
 	if (flow->once)
 	{
@@ -341,8 +341,8 @@ run_refresh_keep(FlowDef *flow, RunMetrics *m)
 	f->has_progress = false;
 	f->progress = InvalidXLogRecPtr;
 	f->skip_upto = InvalidXLogRecPtr;	/* positions before the refresh are past */
-	f->skip_invalid = flow->skip_invalid;
-	f->refresh_keep = true;
+	f->run.skip_invalid = flow->run.skip_invalid;
+	f->run.refresh_keep = true;
 	run_one(f, m, true, false);
 }
 
@@ -361,7 +361,7 @@ run_refresh(FlowDef *flow, RunMetrics *m)
 	int			saved_sec;
 
 	slots_ensure_main();		/* other flows into the target may need it */
-	if (flow->changes && !flow->discard_history)
+	if (flow->srckind->row_changes && !flow->run.discard_history)
 	{
 		run_refresh_keep(flow, m);
 		return;
@@ -396,7 +396,7 @@ run_refresh(FlowDef *flow, RunMetrics *m)
 		f->progress = InvalidXLogRecPtr;
 		f->once_done = false;
 		f->skip_upto = InvalidXLogRecPtr;	/* positions before the refresh are past */
-		f->skip_invalid = flow->skip_invalid;
+		f->run.skip_invalid = flow->run.skip_invalid;
 		run_one(f, &fm, true, lc == list_head(flows));
 		m->num_events += fm.num_events;
 		m->num_upserted += fm.num_upserted;

@@ -1,9 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * source.h
- *		Sources of change flows (engine layer): first reads under a
- *		snapshot, and the decoding pass over a slot (slots.h) that turns
- *		committed changes into batch rows, by source kind.
+ *		Sources of change flows (engine layer): the checks of a source
+ *		before a run (source.c), whole reads under a snapshot (firstread.c),
+ *		and the capture: a decoding pass over a slot (slots.h) that turns
+ *		committed changes into batch rows by each flow's source kind
+ *		(capture.c; srckind.h).
  *
  *-------------------------------------------------------------------------
  */

@@ -737,7 +737,7 @@ storage_check_kinds(FlowDef *flow)
 void
 storage_sync_columns(FlowDef *flow, bool refresh)
 {
-	List	   *pseudo = flow->changes ?
+	List	   *pseudo = flow->srckind->pseudo_columns ?
 		pseudo_target_columns(flow->col_include, flow->col_from) : NIL;
 	List	   *src = relation_columns(flow->source);
 	List	   *tgt = relation_columns(flow->target);
@@ -821,7 +821,7 @@ storage_sync_columns(FlowDef *flow, bool refresh)
 							  column_definition(name, s->typid, s->typmod, s->collation)),
 					 SPI_OK_UTILITY);
 		/* (the source's own type: an array's datum names its element type) */
-		if (flow->changes && !refresh)
+		if (flow->srckind->row_changes && !refresh)
 			fill_older_rows(flow, orig, new_target, new_state);
 	}
 	restore_user(saved_uid, saved_sec);

@@ -15,10 +15,11 @@ my $src = ($ENV{TESTDIR} // '.') . '/src';
 
 # layer of each module (file name without .c/.h), lowest first
 my @layers = (
-	[ base => qw(compat layout settings util tablekind) ],
+	[ base => qw(compat layout settings util tablekind srckind) ],
 	[ store => qw(catalog lag registry) ],
 	[ schedule => qw(schedule failures) ],
-	[ engine => qw(fold kind scd1 scd2 bitemporal storage rowstore expr batch slots source snapsource apply compare) ],
+	[ engine => qw(fold kind scd1 scd2 bitemporal storage rowstore expr batch slots
+		  source source_internal firstread walfilter decode capture snapsource apply compare) ],
 	[ usecase => qw(define run snaprun pass lanes) ],
 	[ entry => qw(api timetravel statement parse worker guard autocdc) ],
 );
@@ -28,6 +29,9 @@ for my $i (0 .. $#layers)
 	my ($name, @modules) = @{ $layers[$i] };
 	$layer_of{$_} = $i for @modules;
 }
+# a source kind's file (srcfeed.c, srcchanges.c...) belongs to the capture
+$layer_of{$_} //= $layer_of{capture}
+  for map { /^(src(?!kind)[a-z]+)\.[ch]$/ ? $1 : () } do { opendir(my $d, ($ENV{TESTDIR} // '.') . '/src') or die; readdir($d) };
 
 opendir(my $dh, $src) or die "cannot read $src: $!";
 my @files = sort grep { /\.[ch]$/ } readdir($dh);
@@ -56,6 +60,21 @@ for my $file (@files)
 		ok($layer_of{$inc} <= $layer_of{$module},
 			"$file ($layers[$layer_of{$module}][0]) may include $inc.h ($layers[$layer_of{$inc}][0])")
 		  if $layer_of{$inc} > $layer_of{$module};
+	}
+
+	# a flow's source kind is asked, not named: no `changes` flag, no
+	# comparison with a kind's name, and each kind's SourceKind named only
+	# in its own file and in the table of kinds (srckind.c)
+	my @flag = $text =~ /((?:->|\.)changes\b)/g;
+	ok(!@flag, "$file tests no changes flag (a flow's srckind says what its source is)");
+	my @named = $text =~ /(strn?(?:case)?cmp\([^;]*kind->name|kind->name\s*==)/g;
+	ok(!@named, "$file does not dispatch on a source kind's name");
+	for my $kind ($text =~ /\b(src[a-z]+_kind)\b/g)
+	{
+		(my $own = $kind) =~ s/_kind$//;
+		ok($module eq $own || $module eq 'srckind',
+			"$file names $kind only through the table of kinds")
+		  or last;
 	}
 
 	# autocdc's catalog tables appear in SQL text only in catalog.c
