@@ -9,6 +9,10 @@ CREATE FUNCTION autocdc_internal._slot_error(OUT error text, OUT hint text, OUT 
 	RETURNS SETOF record
 	LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'autocdc_slot_error';
 
+-- a flow's source kind is a name in the library's table of kinds, which
+-- checks it when it reads the flow: a new kind needs no catalog change
+ALTER TABLE autocdc.flow DROP CONSTRAINT flow_source_kind_check;
+
 -- autocdc.flows: a flow waiting for a slot that cannot be created shows why
 -- (state error), lag_time is never NULL while lag_time_exact is false,
 -- holds_wal_back leaves out caught-up flows of the main slot, and the
@@ -20,9 +24,10 @@ SELECT f.name,
 	   f.kind,
 	   -- a change flow's source by its current name (RENAME, SET SCHEMA)
 	   CASE WHEN f.kind = 'cdc' AND f.source IS NOT NULL
-			THEN CASE WHEN f.source_kind = 'changes'
-					  THEN 'changes(' || f.source::pg_catalog.text || ')'
-					  ELSE f.source::pg_catalog.text END
+			THEN CASE WHEN f.source_kind = 'feed'
+					  THEN f.source::pg_catalog.text
+					  -- written as its kind's wrapper around the table: changes(t)
+					  ELSE f.source_kind || '(' || f.source::pg_catalog.text || ')' END
 			ELSE f.source_text
 	   END AS source,
 	   t.relid AS target,

@@ -107,8 +107,9 @@ CREATE TABLE autocdc.flow (
 	source_function text,		-- version function signature, schema-qualified
 	snapshot_target text,		-- qualified target name, until the first run creates it
 	snapshot_version text,		-- last applied version (text of its type, ISO styles)
-	-- change flows: what their events are (a feed's inserts, or a table's changes)
-	source_kind text NOT NULL DEFAULT 'feed' CHECK (source_kind IN ('feed', 'changes'))
+	-- change flows: what their events are (a feed's inserts, or a table's changes):
+	-- a name in the library's table of source kinds (src/srckind.c), checked there
+	source_kind text NOT NULL DEFAULT 'feed'
 );
 CREATE INDEX ON autocdc.flow (target_id);
 
@@ -378,9 +379,10 @@ SELECT f.name,
 	   f.kind,
 	   -- a change flow's source by its current name (RENAME, SET SCHEMA)
 	   CASE WHEN f.kind = 'cdc' AND f.source IS NOT NULL
-			THEN CASE WHEN f.source_kind = 'changes'
-					  THEN 'changes(' || f.source::pg_catalog.text || ')'
-					  ELSE f.source::pg_catalog.text END
+			THEN CASE WHEN f.source_kind = 'feed'
+					  THEN f.source::pg_catalog.text
+					  -- written as its kind's wrapper around the table: changes(t)
+					  ELSE f.source_kind || '(' || f.source::pg_catalog.text || ')' END
 			ELSE f.source_text
 	   END AS source,
 	   t.relid AS target,

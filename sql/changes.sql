@@ -645,7 +645,19 @@ SELECT autocdc.drop_flow(name, drop_target => true) FROM autocdc.flow
  WHERE name IN ('c_pc1', 'c_pc2', 'c_pc3') ORDER BY name;
 DROP TABLE c_pc;
 
+-- a flow's source kind is stored by name and looked up in the library's
+-- table of kinds: autocdc.flows writes the source as its kind's wrapper
+-- around the table's current name, and a name the library does not know
+-- (a damaged catalog, an older library) fails the run, naming the kinds
+SELECT name, source FROM autocdc.flows WHERE name IN ('c_hist', 'c_copy') ORDER BY name;
+BEGIN;
+UPDATE autocdc.flow SET source_kind = 'nosuch' WHERE name = 'c_hist';
+SELECT c_show($$SELECT autocdc.run_flow('c_hist')$$);
+ROLLBACK;
+-- a kind's wrapper is a word in any case, spaced from its parenthesis
+SELECT c_show($$SELECT autocdc.create_flow(target => 'c_y', source => ' CHANGES ( c_prod ) ', keys => '{id}')$$);
+SELECT source_kind, source, sequence_by FROM autocdc.flow WHERE name = 'c_y';
 SELECT autocdc.drop_flow(name, drop_target => true) FROM autocdc.flow
- WHERE name IN ('c_copy', 'c_hist', 'c_doc_copy', 'c_stmt_t') ORDER BY name;
+ WHERE name IN ('c_copy', 'c_hist', 'c_doc_copy', 'c_stmt_t', 'c_y') ORDER BY name;
 DROP TABLE c_prod, c_a, c_doc, c_nokey, c_defer, c_wide, c_clash, c_part, c_unlogged, c_stmt_t;
 DROP FUNCTION c_show(text), c_run(text), c_big(int), c_store(text);

@@ -1301,6 +1301,8 @@ define_snapshot_function(FlowSpec *spec, const char *scd, Oid target, RangeVar *
 	FlowDef    *f = palloc0(sizeof(FlowDef));
 	int			level;
 
+	f->srckind = srckind_default();	/* stored as every snapshot flow's kind */
+
 	if (!OidIsValid(fn))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_FUNCTION),
@@ -1401,6 +1403,7 @@ define_snapshot_target(FlowDef *flow, Oid snapshot, Oid vtype)
 	spec.name = flow->name;
 	d.spec = &spec;
 	d.reads_once = true;
+	d.srckind = srckind_default();	/* a table read whole */
 	def_kind(&d);
 	d.source = snapshot;
 	d.srcname = psprintf("%s.%s", get_namespace_name(get_rel_namespace(snapshot)),
