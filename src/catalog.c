@@ -783,6 +783,24 @@ catalog_lock_failed_state(int32 flow_id, TimestampTz failed_at, int *retries)
 }
 
 /*
+ * Is a failed run of a flow (by id) at failed_at in the run log already?
+ * (Two backends can find one failure in shared memory; the second to lock
+ * the flow's state sees the first's row once it committed.)
+ */
+bool
+catalog_failure_logged(int32 flow_id, TimestampTz failed_at)
+{
+	CatArgs		a = {0};
+
+	arg_int4(&a, flow_id);
+	arg_add(&a, TIMESTAMPTZOID, TimestampTzGetDatum(failed_at), false);
+	return cat_exec("SELECT FROM autocdc.flow_run_log WHERE flow_id OPERATOR(pg_catalog.=) $1 "
+					"AND started_at OPERATOR(pg_catalog.=) $2 "
+					"AND status OPERATOR(pg_catalog.=) 'error' LIMIT 1",
+					&a, SPI_OK_SELECT) > 0;
+}
+
+/*
  * Write down a failed run of a flow (by id): a flow_runs row, and, unless
  * failure->retry_at is 0, the error in flow_state, one more retry and its
  * time (failure->retry_at, decided by the caller; the state was locked by
@@ -1353,7 +1371,7 @@ catalog_mark_waiting(const char *name, bool waiting)
 
 /*
  * Lock (skipping those a run holds) the continuous snapshot flows that are
- * not paused, whose retry_at is not after now, and that last ran at or
+ * not paused, not done once, whose retry_at is not after now, and that last ran at or
  * before ran_before (or never).  Returns their names, in no particular
  * order.
  */
@@ -1367,6 +1385,7 @@ catalog_lock_due_snapshot_flows(TimestampTz now, TimestampTz ran_before)
 	cat_exec("SELECT f.name FROM autocdc.flow f "
 			 "JOIN autocdc.flow_state s ON s.name OPERATOR(pg_catalog.=) f.name "
 			 "WHERE f.kind OPERATOR(pg_catalog.=) 'snapshot' AND f.continuous AND NOT f.paused "
+			 "AND NOT (f.once AND s.once_done) "
 			 "AND (s.retry_at IS NULL OR s.retry_at OPERATOR(pg_catalog.<=) $1) "
 			 "AND (s.last_run_at IS NULL OR s.last_run_at OPERATOR(pg_catalog.<=) $2) "
 			 "FOR UPDATE OF s SKIP LOCKED",
@@ -1376,7 +1395,7 @@ catalog_lock_due_snapshot_flows(TimestampTz now, TimestampTz ran_before)
 
 /*
  * The retry_at and last_run_at (FlowTimes) of the continuous flows that are
- * not paused and have a retry_at, or are snapshot flows.
+ * not paused, not done once, and have a retry_at, or are snapshot flows.
  */
 List *
 catalog_flow_times(void)
@@ -1386,7 +1405,7 @@ catalog_flow_times(void)
 
 	cat_exec("SELECT f.kind OPERATOR(pg_catalog.=) 'snapshot', s.retry_at, s.last_run_at "
 			 "FROM autocdc.flow f JOIN autocdc.flow_state s ON s.name OPERATOR(pg_catalog.=) f.name "
-			 "WHERE f.continuous AND NOT f.paused "
+			 "WHERE f.continuous AND NOT f.paused AND NOT (f.once AND s.once_done) "
 			 "AND (s.retry_at IS NOT NULL OR f.kind OPERATOR(pg_catalog.=) 'snapshot')",
 			 NULL, SPI_OK_SELECT);
 	for (i = 0; i < SPI_processed; i++)

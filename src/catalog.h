@@ -181,6 +181,7 @@ extern void catalog_set_snapshot_version(FlowDef *flow, const char *version);
 extern void catalog_set_skip(const char *name, XLogRecPtr upto);
 extern void catalog_set_paused(const char *name, bool paused);
 extern void catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz started, bool log);
+extern bool catalog_failure_logged(int32 flow_id, TimestampTz failed_at);
 extern bool catalog_lock_failed_state(int32 flow_id, TimestampTz failed_at, int *retries);
 extern void catalog_record_failure(int32 flow_id, const FlowFailure *failure);
 

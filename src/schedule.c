@@ -41,15 +41,21 @@ schedule_retry_at(int retries, TimestampTz failed_at)
 
 /*
  * Write down a failed run of a flow (by id) with the time of its next
- * retry; a failure older than the flow's last good run is only logged.
+ * retry; a failure older than the flow's last good run is only logged, and
+ * one that another backend wrote down meanwhile not at all (it counts one
+ * retry, not two).
  */
 void
 schedule_record_failure(int32 flow_id, FlowFailure *failure)
 {
 	int			retries;
+	bool		locked;
 
 	failure->retry_at = 0;
-	if (catalog_lock_failed_state(flow_id, failure->at, &retries))
+	locked = catalog_lock_failed_state(flow_id, failure->at, &retries);
+	if (catalog_failure_logged(flow_id, failure->at))
+		return;
+	if (locked)
 		failure->retry_at = schedule_retry_at(retries, failure->at);
 	catalog_record_failure(flow_id, failure);
 }

@@ -4,7 +4,8 @@
 # at once (the second waits for the first and then applies only what is
 # left); a REPEATABLE READ transaction whose snapshot predates the flow's
 # last committed run fails with serialization_failure; a slot still being
-# created is not taken for ready.
+# created is not taken for ready; a failed run found by two runs is written
+# down once.
 
 use strict;
 use warnings;
@@ -143,6 +144,39 @@ like($c2->{stderr}, qr/would close a cycle of flows/, 'and then refuses to close
 $c2->query("ROLLBACK");
 is($node->safe_psql('postgres', q{SELECT string_agg(name, ',' ORDER BY name) FROM autocdc.flow WHERE name LIKE 'cy_%'}),
 	'cy_b', 'only the first flow exists');
+
+# --- a failed run is written down once ------------------------------------
+# A failed run's error waits in shared memory until the next run of a flow
+# of the database writes it down.  Two runs that both find it: the one that
+# waits for the other's lock on the flow's state must not write it again
+# (one flow_runs row, one retry counted).
+# (a run writes down the failures earlier tests left)
+$node->safe_psql('postgres', "SELECT * FROM autocdc.run_flow('tgt_a')");
+my $before = $node->safe_psql('postgres', q{
+	SELECT (SELECT count(*) FROM autocdc.flow_run_log WHERE flow = 'tgt_b' AND status = 'error')
+		   || ' ' || (SELECT retries FROM autocdc.flow_state WHERE name = 'tgt_b')});
+my ($errors0, $retries0) = split / /, $before;
+$node->safe_psql('postgres', q{INSERT INTO feed_b VALUES (9, 'no sequence', NULL)});
+$node->psql('postgres', "SELECT * FROM autocdc.run_flow('tgt_b')");
+is($node->safe_psql('postgres', q{SELECT count(*) FROM autocdc_internal._pending_errors()}),
+	'1', 'the failure waits in shared memory');
+# (a snapshot flow's run takes no slot lock before it writes failures down)
+$node->safe_psql('postgres', q{
+	CREATE TABLE snap_src (k int, v text);
+	SELECT autocdc.create_snapshot_flow('snap_t', 'snap_src', '{k}', continuous => false);
+});
+$c1->query_safe("BEGIN");
+$c1->query_safe("SELECT num_events FROM autocdc.run_flow('tgt_a')");
+start_blocked_run($node, $c2, 'postgres', 'snap_t', 'again:', 'wait_event_type', 'Lock',
+	'a run that finds the same failure waits for the run writing it down');
+$c1->query_safe("COMMIT");
+$c2->query("SELECT 1");
+is($node->safe_psql('postgres', q{
+		SELECT count(*) || ' ' || count(DISTINCT started_at) FROM autocdc.flow_run_log
+		 WHERE flow = 'tgt_b' AND status = 'error'}),
+	($errors0 + 1) . ' ' . ($errors0 + 1), 'the failure has one row in the run log');
+is($node->safe_psql('postgres', q{SELECT retries FROM autocdc.flow_state WHERE name = 'tgt_b'}),
+	$retries0 + 1, 'and counts one retry');
 
 $c1->quit;
 $c2->quit;
