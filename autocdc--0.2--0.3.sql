@@ -124,3 +124,16 @@ SELECT f.name,
 	   END AS how) lt
  WHERE pg_catalog.pg_has_role(CURRENT_USER, f.owner, 'USAGE')
 	OR pg_catalog.pg_has_role(CURRENT_USER, 'pg_read_all_stats', 'USAGE');
+
+-- create_snapshot_flow(..., once): a snapshot flow applied once, then only by full_refresh
+DROP FUNCTION autocdc.create_snapshot_flow(text, text, text[], text, text[], text[], text, boolean, text);
+CREATE FUNCTION autocdc.create_snapshot_flow(
+	target text, source text DEFAULT NULL, keys text[] DEFAULT NULL,
+	stored_as_scd_type text DEFAULT '1',
+	track_history_column_list text[] DEFAULT NULL,
+	track_history_except_column_list text[] DEFAULT NULL,
+	name text DEFAULT NULL, continuous boolean DEFAULT true,
+	source_function text DEFAULT NULL,
+	once boolean DEFAULT false)		-- apply what the first run finds, then never (until full_refresh)
+	RETURNS text
+	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_create_snapshot_flow';

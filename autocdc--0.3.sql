@@ -238,7 +238,8 @@ CREATE FUNCTION autocdc.create_snapshot_flow(
 	track_history_column_list text[] DEFAULT NULL,
 	track_history_except_column_list text[] DEFAULT NULL,
 	name text DEFAULT NULL, continuous boolean DEFAULT true,
-	source_function text DEFAULT NULL)
+	source_function text DEFAULT NULL,
+	once boolean DEFAULT false)		-- apply what the first run finds, then never (until full_refresh)
 	RETURNS text
 	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_create_snapshot_flow';
 -- counts a snapshot's rows and refuses duplicate or null keys (inside the comparison query)

@@ -289,6 +289,66 @@ SELECT * FROM autocdc.execute($$ CREATE FLOW bad AS AUTO CDC INTO b FROM SNAPSHO
 DO LANGUAGE autocdc $$ DROP FLOW users_scd1 $$;
 
 -- ----------------------------------------------------------------------
+-- once flows: the first run applies what is available (one read of a
+-- table; every version the function hands out, in order), later runs apply
+-- nothing (the worker never runs them), and full_refresh applies again
+-- ----------------------------------------------------------------------
+CREATE TABLE once_src (userId int, city text);
+INSERT INTO once_src VALUES (1, 'Oaxaca'), (2, 'Monterrey');
+SELECT autocdc.create_snapshot_flow('once_tbl', 'once_src', '{userId}', once => true);
+SELECT * FROM autocdc.run_flow('once_tbl');
+UPDATE once_src SET city = 'Carmel' WHERE userId = 2;
+INSERT INTO once_src VALUES (3, 'Tijuana');
+SELECT * FROM autocdc.run_flow('once_tbl');
+SELECT * FROM once_tbl ORDER BY userid;
+SELECT name, state, num_events FROM autocdc.flows WHERE name = 'once_tbl';
+SELECT * FROM autocdc.full_refresh('once_tbl');
+SELECT * FROM once_tbl ORDER BY userid;
+DELETE FROM once_src WHERE userId = 1;
+SELECT * FROM autocdc.run_flow('once_tbl');
+SELECT count(*) AS once_tbl_rows FROM once_tbl;
+CREATE TABLE ov1 (userId int, city text);
+CREATE TABLE ov2 (userId int, city text);
+CREATE TABLE ov3 (userId int, city text);
+INSERT INTO ov1 VALUES (1, 'Oaxaca'), (2, 'Monterrey');
+INSERT INTO ov2 VALUES (2, 'Carmel');
+INSERT INTO ov3 VALUES (2, 'Carmel'), (4, 'Death Valley');
+INSERT INTO versions VALUES ('once_fn', 'ov1', 1), ('once_fn', 'ov2', 2);
+SELECT autocdc.create_snapshot_flow('once_fn', NULL, '{userId}', stored_as_scd_type => '2',
+	source_function => 'next_snap(bigint)', once => true);
+SET s.flow = 'once_fn';
+SELECT * FROM autocdc.run_flow('once_fn');
+INSERT INTO versions VALUES ('once_fn', 'ov3', 3);
+SELECT * FROM autocdc.run_flow('once_fn');
+SELECT * FROM once_fn ORDER BY userid, __start_at;
+SELECT snapshot_version FROM autocdc.flow WHERE name = 'once_fn';
+SELECT * FROM autocdc.full_refresh('once_fn');
+SELECT * FROM once_fn ORDER BY userid, __start_at;
+-- a once flow whose first run finds no version is done all the same
+SELECT autocdc.create_snapshot_flow('once_none', NULL, '{userId}',
+	source_function => 'next_snap(bigint)', once => true);
+SET s.flow = 'once_none';
+SELECT * FROM autocdc.run_flow('once_none');
+INSERT INTO versions VALUES ('once_none', 'ov1', 1);
+SELECT * FROM autocdc.run_flow('once_none');
+SELECT to_regclass('once_none') AS not_created;
+SELECT * FROM autocdc.full_refresh('once_none');
+SELECT * FROM once_none ORDER BY userid;
+-- the statement form: AUTO CDC ONCE INTO ... FROM SNAPSHOT
+DO LANGUAGE autocdc $$
+CREATE FLOW once_stmt AS AUTO CDC ONCE INTO once_stmt FROM SNAPSHOT once_src KEYS (userId)
+$$;
+SELECT name, once FROM autocdc.flow WHERE name IN ('once_stmt', 'once_tbl', 'users_scd2') ORDER BY name;
+SELECT * FROM autocdc.run_flow('once_stmt');
+INSERT INTO once_src VALUES (5, 'Cancun');
+SELECT * FROM autocdc.run_flow('once_stmt');
+SELECT * FROM once_stmt ORDER BY userid;
+SELECT autocdc.drop_flow(name, drop_target => true) FROM autocdc.flow
+ WHERE name IN ('once_tbl', 'once_fn', 'once_none', 'once_stmt') ORDER BY name;
+DROP TABLE once_src, ov1, ov2, ov3;
+DELETE FROM versions WHERE flow LIKE 'once\_%';
+
+-- ----------------------------------------------------------------------
 -- errors: each with a SQLSTATE, a message naming the object, a hint; a
 -- failed run applies nothing
 -- ----------------------------------------------------------------------

@@ -156,6 +156,7 @@ autocdc_create_snapshot_flow(PG_FUNCTION_ARGS)
 	spec.name = ARG_TEXT(6);
 	spec.continuous = ARG_BOOL(7, true);
 	spec.source_function = ARG_TEXT(8);
+	spec.once = PG_NARGS() > 9 && ARG_BOOL(9, false);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	return return_name(callercxt, define_snapshot_flow(&spec));

@@ -1344,6 +1344,7 @@ define_snapshot_function(FlowSpec *spec, const char *scd, Oid target, RangeVar *
 	f->sequence_by = "version";
 	f->track_all = true;
 	f->continuous = spec->continuous;
+	f->once = spec->once;
 	f->snapshot_target = quote_qualified_identifier(trv->schemaname, trv->relname);
 	check_new_name(f->name, spec->from_statement);
 	catalog_insert_flow(f);

@@ -66,9 +66,13 @@ apply_snapshot(FlowDef *flow, Oid rel, Oid vtype, Datum version, RunMetrics *m)
 	catalog_set_snapshot_version(flow, vtext);
 }
 
-/* One run; returns the number of snapshots applied. */
+/*
+ * One run; returns the number of snapshots applied.  A once flow applies
+ * what is available at its first run (or at a refresh), then nothing: it
+ * is done.
+ */
 static int
-snap_run_versions(FlowDef *flow, RunMetrics *m)
+snap_run_versions(FlowDef *flow, RunMetrics *m, bool refresh)
 {
 	int			applied = 0;
 
@@ -79,6 +83,8 @@ snap_run_versions(FlowDef *flow, RunMetrics *m)
 	 */
 	*flow = *catalog_load_flow(flow->name, true, false);
 	run_advertise(flow);		/* autocdc.flows shows 'running' */
+	if (flow->once && flow->once_done && !refresh)
+		return 0;
 	if (flow->source_function == NULL)
 	{
 		/* a table or view, versioned by the transaction's start time */
@@ -134,6 +140,8 @@ snap_run_versions(FlowDef *flow, RunMetrics *m)
 			}
 		}
 	}
+	/* (the first snapshot's target creation reloaded the flow) */
+	flow->once_done = flow->once;
 	return applied;
 }
 
@@ -151,7 +159,7 @@ snaprun_run(FlowDef *flow, RunMetrics *m)
 	int			saved_sec;
 
 	become_owner(flow->owner, &saved_uid, &saved_sec);
-	(void) snap_run_versions(flow, m);
+	(void) snap_run_versions(flow, m, false);
 	catalog_save_progress(flow, m, started, true);
 	restore_user(saved_uid, saved_sec);
 }
@@ -179,7 +187,7 @@ snaprun_refresh(FlowDef *flow, RunMetrics *m)
 													 storage_state_name(flow->target_id))),
 				 SPI_OK_DELETE);
 	catalog_set_snapshot_version(flow, NULL);
-	if (snap_run_versions(flow, m) == 0 && flow->target_id != 0)
+	if (snap_run_versions(flow, m, true) == 0 && flow->target_id != 0)
 	{
 		spi_exec(psprintf("DELETE FROM ONLY %s", qualified_relname(flow->target)), SPI_OK_DELETE);
 		m->num_deleted += SPI_processed;

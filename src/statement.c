@@ -103,6 +103,7 @@ run_create_flow(AutocdcStmt *s)
 	spec.from_statement = true;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+	spec.once = s->once;
 	if (s->snapshot)
 		(void) define_snapshot_flow(&spec);
 	else
@@ -113,7 +114,6 @@ run_create_flow(AutocdcStmt *s)
 		spec.truncates = s->truncates;
 		spec.column_list = (ArrayType *) DatumGetPointer(text_array(s->column_list, &isnull));
 		spec.except_column_list = (ArrayType *) DatumGetPointer(text_array(s->except_column_list, &isnull));
-		spec.once = s->once;
 		spec.system_sequence_by = s->system_sequence_by;
 		(void) define_flow(&spec);
 	}

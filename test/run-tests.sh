@@ -57,6 +57,8 @@ runuser -u postgres -- env PATH="$bin:$PATH" \
 	REGRESS_OPTS="--temp-instance=$work/inst --temp-config=./test/regress.conf" || status=$?
 if [ $status -ne 0 ]; then
 	[ -f regression.diffs ] && head -200 regression.diffs
+	# AUTOCDC_RESULTS=dir keeps pg_regress's results (to update expected/)
+	[ -z "${AUTOCDC_RESULTS:-}" ] || [ ! -d results ] || cp -r results/. "$AUTOCDC_RESULTS/"
 	for f in tmp_check/log/* log/postmaster.log; do [ -f "$f" ] && { echo "== $f"; tail -50 "$f"; }; done
 fi
 echo "autocdc test suite on PostgreSQL $pg: $([ $status -eq 0 ] && echo passed || echo FAILED) in $((SECONDS - start)) s"

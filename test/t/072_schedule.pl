@@ -3,7 +3,7 @@
 # their names within a pass, a paused flow is not due, and a failing flow is
 # retried after 1 s, 2 s, 4 s ... (retry_at = its failure's time plus 2^n
 # seconds, n its failed runs before), the worker waking for the retry
-# rather than sleeping its naptime.
+# rather than sleeping its naptime; a once snapshot flow runs once.
 
 use strict;
 use warnings;
@@ -15,7 +15,8 @@ use Test::More;
 use AutocdcTest;
 
 # a long naptime: a retry within seconds comes from retry_at
-my $node = autocdc_node('schedule', worker => 1, conf => ["autocdc.naptime = '60s'"]);
+my $node = autocdc_node('schedule', worker => 1,
+	conf => ["autocdc.naptime = '60s'", "autocdc.snapshot_interval = 1"]);
 
 sub wait_for
 {
@@ -74,6 +75,28 @@ is($node->safe_psql('postgres', q{
 		SELECT retry_at - last_error_at = make_interval(secs => 2 ^ least(retries - 1, 8))
 		  FROM autocdc.flow_state WHERE name = 'so_bad'}),
 	't', 'retry_at is the failure plus 2^(retries - 1) seconds');
+
+# --- a once snapshot flow runs once, then never until full_refresh ----------
+$node->safe_psql('postgres', q{
+	CREATE TABLE snap_src (k int, v text);
+	INSERT INTO snap_src VALUES (1, 'a');
+	SELECT autocdc.create_snapshot_flow('so_once', 'snap_src', '{k}', once => true);
+	SELECT autocdc.create_snapshot_flow('so_every', 'snap_src', '{k}');
+});
+wait_for(q{SELECT count(DISTINCT flow) = 2 FROM autocdc.flow_runs
+			WHERE flow IN ('so_once', 'so_every') AND status = 'ok'},
+	'the worker runs both snapshot flows');
+$node->safe_psql('postgres', q{UPDATE snap_src SET v = 'b'});
+wait_for(q{SELECT v = 'b' FROM so_every}, 'the continuous snapshot flow applies the change');
+wait_for(q{SELECT count(*) >= 4 FROM autocdc.flow_runs WHERE flow = 'so_every' AND status = 'ok'},
+	'and runs every snapshot_interval');
+is($node->safe_psql('postgres', q{
+		SELECT (SELECT count(*) FROM autocdc.flow_runs WHERE flow = 'so_once') || ' ' ||
+			   (SELECT v FROM so_once) || ' ' ||
+			   (SELECT state FROM autocdc.flows WHERE name = 'so_once')}),
+	'1 a idle', 'the once flow ran once, kept its snapshot and is idle');
+$node->safe_psql('postgres', q{SELECT * FROM autocdc.full_refresh('so_once')});
+is($node->safe_psql('postgres', q{SELECT v FROM so_once}), 'b', 'full_refresh applies it again');
 
 $node->stop;
 done_testing();
