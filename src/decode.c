@@ -529,7 +529,7 @@ decode_pass(DecodeState *st, XLogRecPtr end, int64 max_events, int64 max_wal, bo
 	{
 		ctx = decode_context(st);
 		decode_reset_rels(st);
-		walfilter_build(st, st->evict_after);
+		walfilter_build(st);
 
 		/*
 		 * The WAL bound counts from what is new to the slot's flows: the

@@ -1144,8 +1144,8 @@ def_flowdef(Definition *d)
 	f->kind = d->spec->kind;
 	f->source = d->source;
 	/* as written, without stream() */
-	f->source_text = d->srckind->wrapper ?
-		psprintf("%s(%s)", d->srckind->wrapper, d->srctext) : pstrdup(d->srctext);
+	f->source_text = d->srckind->wrapped ?
+		psprintf("%s(%s)", d->srckind->name, d->srctext) : pstrdup(d->srctext);
 	f->srckind = d->srckind;
 	f->once = d->spec->once;
 	f->target_id = d->tdef.id;

@@ -631,7 +631,7 @@ parse_flow_body(Parser *p, AutocdcStmt *s)
 	else if (is_word(p, p->pos, "stream") && is_name_token(p, p->pos + 1) &&
 			 !is_word(p, p->pos + 1, "keys"))
 		p->pos++;
-	/* a source kind's wrapper, such as changes(x) */
+	/* a wrapped source kind, such as changes(x) */
 	if (p->pos < p->ntoks && p->toks[p->pos].word != NULL && is_name_token(p, p->pos) &&
 		is_char(p, p->pos + 1, '(') &&
 		(s->srckind = srckind_by_wrapper(p->toks[p->pos].word)) != NULL)

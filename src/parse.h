@@ -28,7 +28,7 @@ typedef struct AutocdcStmt
 	char	   *target;
 	char	   *source;
 	bool		snapshot;		/* FROM SNAPSHOT */
-	const SourceKind *srckind;	/* FROM wrapper(...) (srckind.h), or NULL:
+	const SourceKind *srckind;	/* FROM kind(...) (srckind.h), or NULL:
 								 * a table */
 	bool		once;
 	bool		or_refresh;

@@ -132,7 +132,7 @@ extern void firstread_missing(FlowDef *flow, Tuplestorestate *batch, TupleDesc b
 							  XLogRecPtr pos, TimestampTz ts, int64 ord);
 
 /* walfilter.c */
-extern void walfilter_build(DecodeState *st, int64 evict_after);
+extern void walfilter_build(DecodeState *st);
 extern void walfilter_install(LogicalDecodingContext *ctx);
 extern RecordAction walfilter_record_action(DecodeState *st, XLogReaderState *r);
 extern void walfilter_make_known(LogicalDecodingContext *ctx, XLogReaderState *r);

@@ -178,7 +178,7 @@ changes_capture_open(FeedCapture *fc)
 
 const SourceKind srcchanges_kind = {
 	.name = "changes",
-	.wrapper = "changes",		/* changes(table) */
+	.wrapped = true,			/* changes(table) */
 	.pseudo_columns = true,
 	.row_changes = true,
 	.default_sequence_by = "_commit_timestamp",

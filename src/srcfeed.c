@@ -37,7 +37,7 @@ feed_delete(DecodedChange *ch, FeedCapture *fc, int *map)
 
 const SourceKind srcfeed_kind = {
 	.name = "feed",
-	.wrapper = NULL,			/* written as the table itself */
+	.wrapped = false,			/* written as the table itself */
 	.pseudo_columns = false,
 	.row_changes = false,
 	.default_sequence_by = NULL,	/* sequence_by is required */

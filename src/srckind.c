@@ -41,15 +41,15 @@ srckind_by_name(const char *name)
 	return NULL;				/* keep the compiler quiet */
 }
 
-/* The kind whose sources are written word(table), or NULL (case-insensitive). */
+/* The wrapped kind whose sources are written word(table), or NULL (case-insensitive). */
 const SourceKind *
 srckind_by_wrapper(const char *word)
 {
 	int			i;
 
 	for (i = 0; i < NKINDS; i++)
-		if (source_kinds[i]->wrapper != NULL &&
-			pg_strcasecmp(source_kinds[i]->wrapper, word) == 0)
+		if (source_kinds[i]->wrapped &&
+			pg_strcasecmp(source_kinds[i]->name, word) == 0)
 			return source_kinds[i];
 	return NULL;
 }

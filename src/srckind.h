@@ -35,11 +35,11 @@ typedef struct SourceKind
 	const char *name;			/* as stored in autocdc.flow.source_kind */
 
 	/*
-	 * How a source of this kind is written: "wrapper(table)" (then the
-	 * statement form takes FROM wrapper(table) too), or NULL: the table
-	 * itself.
+	 * A source of this kind is written name(table) (create_flow's source,
+	 * the statement form's FROM, autocdc.flows' source column); otherwise
+	 * as the table itself.
 	 */
-	const char *wrapper;
+	bool		wrapped;
 
 	/*
 	 * Its rows carry the pseudo-columns _change_type, _commit_lsn and

@@ -311,7 +311,7 @@ filter_add(DecodeState *st, Oid relid, bool wanted, bool source)
  * they are buffered; otherwise only those of autocdc's other tables.
  */
 void
-walfilter_build(DecodeState *st, int64 evict_after)
+walfilter_build(DecodeState *st)
 {
 	HASHCTL		hctl;
 	ListCell   *lc;
@@ -327,7 +327,6 @@ walfilter_build(DecodeState *st, int64 evict_after)
 	hctl.entrysize = sizeof(UnknownNode);
 	st->unknown = hash_create("autocdc files not in the filter", 64, &hctl,
 							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	st->evict_after = evict_after;
 	foreach(lc, st->feeds)
 	{
 		FeedCapture *fc = lfirst(lc);
