@@ -137,3 +137,33 @@ CREATE FUNCTION autocdc.create_snapshot_flow(
 	once boolean DEFAULT false)		-- apply what the first run finds, then never (until full_refresh)
 	RETURNS text
 	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_create_snapshot_flow';
+
+-- partial updates: the columns whose NULLs an upsert does not write, or
+-- those whose NULLs it does write (all others ignore NULLs); columns_to_update
+-- is a source column naming, per upsert, the columns it writes
+ALTER TABLE autocdc.flow ADD COLUMN ignore_null_updates_column_list text[],
+	ADD COLUMN ignore_null_updates_except_column_list text[],
+	ADD COLUMN columns_to_update text;
+DROP FUNCTION autocdc.create_flow(text, text, text[], text, boolean, text, text, text[], text[], text,
+	text[], text[], text, boolean, text, boolean, interval);
+CREATE FUNCTION autocdc.create_flow(
+	target text, source text, keys text[],
+	sequence_by text DEFAULT NULL,
+	ignore_null_updates boolean DEFAULT false,
+	apply_as_deletes text DEFAULT NULL,
+	apply_as_truncates text DEFAULT NULL,
+	column_list text[] DEFAULT NULL,
+	except_column_list text[] DEFAULT NULL,
+	stored_as_scd_type text DEFAULT '1',
+	track_history_column_list text[] DEFAULT NULL,
+	track_history_except_column_list text[] DEFAULT NULL,
+	name text DEFAULT NULL,
+	once boolean DEFAULT false,
+	system_sequence_by text DEFAULT NULL,
+	continuous boolean DEFAULT true,
+	tombstone_retention interval DEFAULT NULL,
+	ignore_null_updates_column_list text[] DEFAULT NULL,
+	ignore_null_updates_except_column_list text[] DEFAULT NULL,
+	columns_to_update text DEFAULT NULL)
+	RETURNS text
+	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_create_flow';

@@ -109,7 +109,13 @@ CREATE TABLE autocdc.flow (
 	snapshot_version text,		-- last applied version (text of its type, ISO styles)
 	-- change flows: what their events are (a feed's inserts, or a table's changes):
 	-- a name in the library's table of source kinds (src/srckind.c), checked there
-	source_kind text NOT NULL DEFAULT 'feed'
+	source_kind text NOT NULL DEFAULT 'feed',
+	-- partial updates: the columns whose NULLs an upsert does not write, or
+	-- those whose NULLs it does write (all others ignore NULLs); columns_to_update
+	-- is a source column naming, per upsert, the columns it writes
+	ignore_null_updates_column_list text[],
+	ignore_null_updates_except_column_list text[],
+	columns_to_update text
 );
 CREATE INDEX ON autocdc.flow (target_id);
 
@@ -226,7 +232,10 @@ CREATE FUNCTION autocdc.create_flow(
 	once boolean DEFAULT false,
 	system_sequence_by text DEFAULT NULL,
 	continuous boolean DEFAULT true,
-	tombstone_retention interval DEFAULT NULL)
+	tombstone_retention interval DEFAULT NULL,
+	ignore_null_updates_column_list text[] DEFAULT NULL,
+	ignore_null_updates_except_column_list text[] DEFAULT NULL,
+	columns_to_update text DEFAULT NULL)
 	RETURNS text
 	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_create_flow';
 

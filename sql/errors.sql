@@ -91,6 +91,30 @@ SELECT e_try($$SELECT autocdc.create_flow('e_t_a', 'e_feed', '{id}', 'seq', stor
 	except_column_list => '{op,seq,pt,js}', track_history_column_list => '{op}')$$) AS track_excluded_column;
 SELECT e_leftovers();
 
+-- partial updates: ignore_null_updates, its two column lists and
+-- columns_to_update exclude each other; the lists name selected non-key
+-- columns; bitemporal flows take neither the lists nor columns_to_update
+SELECT e_try($$SELECT autocdc.create_flow('e_t_a', 'e_feed', '{id}', 'seq', ignore_null_updates => true,
+	ignore_null_updates_column_list => '{name}')$$) AS ignore_nulls_and_list;
+SELECT e_try($$SELECT autocdc.create_flow('e_t_a', 'e_feed', '{id}', 'seq',
+	ignore_null_updates_column_list => '{name}',
+	ignore_null_updates_except_column_list => '{city}')$$) AS both_ignore_null_lists;
+SELECT e_try($$SELECT autocdc.create_flow('e_t_a', 'e_feed', '{id}', 'seq',
+	ignore_null_updates_except_column_list => '{city}', columns_to_update => 'op')$$) AS except_list_and_columns_to_update;
+SELECT e_try($$SELECT autocdc.create_flow('e_t_a', 'e_feed', '{id}', 'seq', ignore_null_updates => true,
+	columns_to_update => 'op')$$) AS ignore_nulls_and_columns_to_update;
+SELECT e_try($$SELECT autocdc.create_flow('e_t_a', 'e_feed', '{id}', 'seq',
+	ignore_null_updates_column_list => '{nosuch}')$$) AS unknown_ignore_null_column;
+SELECT e_try($$SELECT autocdc.create_flow('e_t_a', 'e_feed', '{id}', 'seq',
+	ignore_null_updates_except_column_list => '{id}')$$) AS ignore_null_key_column;
+SELECT e_try($$SELECT autocdc.create_flow('e_t_a', 'e_feed', '{id}', 'seq', except_column_list => '{op,pt,js}',
+	ignore_null_updates_column_list => '{name,op}')$$) AS ignore_null_excluded_column;
+SELECT e_try($$SELECT autocdc.create_flow('e_t_a', 'e_feed', '{id}', 'seq', stored_as_scd_type => 'bitemporal',
+	system_sequence_by => 'seq', ignore_null_updates_column_list => '{name}')$$) AS bitemporal_ignore_null_list;
+SELECT e_try($$SELECT autocdc.create_flow('e_t_a', 'e_feed', '{id}', 'seq', stored_as_scd_type => 'bitemporal',
+	system_sequence_by => 'seq', columns_to_update => 'op')$$) AS bitemporal_columns_to_update;
+SELECT e_leftovers();
+
 -- SCD type; features that are not there yet
 SELECT e_try($$SELECT autocdc.create_flow('e_t_a', 'e_feed', '{id}', 'seq', stored_as_scd_type => '3')$$) AS unknown_scd_type;
 SELECT e_try($$SELECT autocdc.create_flow('e_t_a', 'e_feed', '{id}', 'seq', stored_as_scd_type => 'bitemporal')$$)

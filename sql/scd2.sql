@@ -429,3 +429,34 @@ SELECT bool_and(a *= b) AS keys_exact
 	   (SELECT 'id'::name AS k) b;
 SELECT autocdc.drop_flow('s2_none_a', true), autocdc.drop_flow('s2_none_b', true);
 DROP TABLE s2_none_feed;
+
+---------------------------------------------------------------------------
+-- §4 Partial updates, SCD type 2: walking a key's events, an upsert's
+-- unwritten columns (NULLs in a column that ignores them) are first filled
+-- from the version open at that point (NULL when none); the filled row is
+-- what tracking compares and what the version stores.  Events arrive late.
+---------------------------------------------------------------------------
+CREATE TABLE s2_part_feed (id int, a text, b text, op text, seq int);
+SELECT autocdc.create_flow('s2_part_on', 's2_part_feed', '{id}', sequence_by => 'seq',
+	apply_as_deletes => $$op = 'D'$$, except_column_list => '{op,seq}', stored_as_scd_type => '2',
+	ignore_null_updates_column_list => '{a}', continuous => false);
+SELECT autocdc.create_flow('s2_part_except', 's2_part_feed', '{id}', sequence_by => 'seq',
+	apply_as_deletes => $$op = 'D'$$, except_column_list => '{op,seq}', stored_as_scd_type => '2',
+	ignore_null_updates_except_column_list => '{a}', continuous => false);
+SELECT * FROM autocdc.run_flow('s2_part_on');
+SELECT * FROM autocdc.run_flow('s2_part_except');
+INSERT INTO s2_part_feed VALUES (1, 'a3', NULL, NULL, 30), (2, NULL, 'y', NULL, 10);
+SELECT * FROM autocdc.run_flow('s2_part_on');
+SELECT * FROM autocdc.run_flow('s2_part_except');
+INSERT INTO s2_part_feed VALUES (1, 'a1', 'b1', NULL, 10), (1, NULL, NULL, NULL, 20),
+	(2, NULL, NULL, 'D', 20), (2, NULL, 'c', NULL, 30);
+SELECT * FROM autocdc.run_flow('s2_part_on');
+SELECT * FROM autocdc.run_flow('s2_part_except');
+-- on (a): 1 (a1, b1, 10, 20), (a1, null, 20, 30), (a3, null, 30, null);
+-- 2 (null, y, 10, 20), (null, c, 30, null)
+SELECT * FROM s2_part_on ORDER BY id, __start_at;
+-- except (a): 1 (a1, b1, 10, 20), (null, b1, 20, 30), (a3, b1, 30, null);
+-- 2 (null, y, 10, 20), (null, c, 30, null) (nothing to fill from after the delete)
+SELECT * FROM s2_part_except ORDER BY id, __start_at;
+SELECT autocdc.drop_flow('s2_part_on', true), autocdc.drop_flow('s2_part_except', true);
+DROP TABLE s2_part_feed;

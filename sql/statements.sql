@@ -45,7 +45,10 @@ SELECT f.name,
 		'track_history_column_list', cardinality(f.track_history_column_list),
 		'track_history_except_column_list', cardinality(f.track_history_except_column_list),
 		'once', f.once, 'tombstone_retention', f.tombstone_retention,
-		'system_sequence_by', f.system_sequence_by) AS def
+		'system_sequence_by', f.system_sequence_by,
+		'ignore_null_updates_column_list', f.ignore_null_updates_column_list,
+		'ignore_null_updates_except_column_list', f.ignore_null_updates_except_column_list,
+		'columns_to_update', f.columns_to_update) AS def
   FROM autocdc.flow f JOIN autocdc.target g ON g.id = f.target_id
   JOIN pg_class t ON t.oid = g.relid;
 
@@ -638,6 +641,48 @@ DO LANGUAGE autocdc $$ CREATE FLOW st_q AS AUTO CDC INTO st_s.st_q2 FROM stream(
 -- the source reads the same whichever form made the flow
 SELECT autocdc.create_flow('st_s.st_q3', 'st_users_cdf', '{userId}', 'sequenceNum', continuous => false);
 SELECT name, target, source FROM autocdc.flows WHERE name IN ('st_q', 'st_q3') ORDER BY name;
+
+--
+-- IGNORE NULL UPDATES ON ( col, ... ) and ON * EXCEPT ( col, ... ): the
+-- column lists of ignore_null_updates, beside their create_flow twins;
+-- COLUMNS TO UPDATE col comes last
+--
+DO LANGUAGE autocdc $$
+CREATE FLOW st_c_inu_on AS AUTO CDC INTO st_c_inu_on_t FROM stream(st_feed) KEYS (id)
+  IGNORE NULL UPDATES ON (name) APPLY AS DELETE WHEN op = 'DELETE' SEQUENCE BY seq
+  COLUMNS (id, name, city);
+CREATE FLOW st_c_inu_except AS AUTO CDC INTO st_c_inu_except_t FROM stream(st_feed) KEYS (id)
+  IGNORE NULL UPDATES ON * EXCEPT (name) SEQUENCE BY seq COLUMNS (id, name, city)
+  STORED AS SCD TYPE 2 TRACK HISTORY ON (city);
+$$;
+SELECT autocdc.create_flow('st_c_inu_on_tw', 'stream(st_feed)', '{id}', 'seq',
+	apply_as_deletes => $$op = 'DELETE'$$, column_list => '{id,name,city}',
+	ignore_null_updates_column_list => '{name}');
+SELECT autocdc.create_flow('st_c_inu_except_tw', 'stream(st_feed)', '{id}', 'seq',
+	column_list => '{id,name,city}', stored_as_scd_type => '2', track_history_column_list => '{city}',
+	ignore_null_updates_except_column_list => '{name}');
+SELECT name, def ->> 'ignore_null_updates_column_list' AS ignore_nulls_on,
+	   def ->> 'ignore_null_updates_except_column_list' AS ignore_nulls_except
+  FROM st_def WHERE name LIKE 'st\_c\_inu\_%' ORDER BY name;
+SELECT count(*) AS ran FROM autocdc.run_flow('st_c_inu_on');
+SELECT count(*) AS ran FROM autocdc.run_flow('st_c_inu_on_tw');
+SELECT count(*) AS ran FROM autocdc.run_flow('st_c_inu_except');
+SELECT count(*) AS ran FROM autocdc.run_flow('st_c_inu_except_tw');
+SELECT st_same('st_c_inu_on', 'st_c_inu_on_tw') AS inu_on, st_same('st_c_inu_except', 'st_c_inu_except_tw') AS inu_except;
+-- ON needs a list; the lists and IGNORE NULL UPDATES alone exclude
+-- COLUMNS TO UPDATE (create_flow's error)
+DO LANGUAGE autocdc $$ CREATE FLOW st_e AS AUTO CDC INTO st_e_t FROM st_feed KEYS (id)
+  IGNORE NULL UPDATES ON name SEQUENCE BY seq $$;
+DO LANGUAGE autocdc $$ CREATE FLOW st_e AS AUTO CDC INTO st_e_t FROM st_feed KEYS (id)
+  IGNORE NULL UPDATES ON * (name) SEQUENCE BY seq $$;
+DO LANGUAGE autocdc $$ CREATE FLOW st_e AS AUTO CDC INTO st_e_t FROM st_feed KEYS (id)
+  SEQUENCE BY seq COLUMNS TO UPDATE (op) $$;
+DO LANGUAGE autocdc $$ CREATE FLOW st_e AS AUTO CDC INTO st_e_t FROM st_feed KEYS (id)
+  SEQUENCE BY seq COLUMNS TO UPDATE op COLUMNS (id, name) $$;
+DO LANGUAGE autocdc $$ CREATE FLOW st_e AS AUTO CDC INTO st_e_t FROM st_feed KEYS (id)
+  IGNORE NULL UPDATES ON (name) SEQUENCE BY seq COLUMNS TO UPDATE op $$;
+DO LANGUAGE autocdc $$ CREATE FLOW st_e AS AUTO CDC INTO st_e_t FROM st_feed KEYS (id)
+  IGNORE NULL UPDATES ON (nosuch) SEQUENCE BY seq $$;
 
 --
 -- clean up

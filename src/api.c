@@ -95,7 +95,8 @@ return_name(MemoryContext callercxt, const char *name)
  * apply_as_deletes, apply_as_truncates, column_list, except_column_list,
  * stored_as_scd_type, track_history_column_list,
  * track_history_except_column_list, name, once, system_sequence_by,
- * continuous, tombstone_retention)
+ * continuous, tombstone_retention, ignore_null_updates_column_list,
+ * ignore_null_updates_except_column_list, columns_to_update)
  */
 Datum
 autocdc_create_flow(PG_FUNCTION_ARGS)
@@ -125,6 +126,12 @@ autocdc_create_flow(PG_FUNCTION_ARGS)
 	spec.continuous = ARG_BOOL(15, true);
 	spec.tombstone_retention = PG_ARGISNULL(16) ? NULL :
 		DatumGetCString(DirectFunctionCall1(interval_out, PG_GETARG_DATUM(16)));
+	if (PG_NARGS() > 19)
+	{
+		spec.inu_list = ARG_ARRAY(17);
+		spec.inu_except_list = ARG_ARRAY(18);
+		spec.columns_to_update = ARG_TEXT(19);
+	}
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	return return_name(callercxt, define_flow(&spec));

@@ -311,6 +311,7 @@ setup_data_columns(ApplyCtx *a, FlowDef *flow)
 	a->c.is_key = palloc0(sizeof(bool) * a->c.ndata);
 	a->c.tracked = palloc0(sizeof(bool) * a->c.ndata);
 	a->c.selected = palloc0(sizeof(bool) * a->c.ndata);
+	a->c.skipnull = palloc0(sizeof(bool) * a->c.ndata);
 	a->c.eqfn = palloc0(sizeof(FmgrInfo) * a->c.ndata);
 	a->c.outfn = palloc0(sizeof(FmgrInfo) * a->c.ndata);
 	a->c.nkeys = list_length(flow->keys);
@@ -340,6 +341,10 @@ setup_data_columns(ApplyCtx *a, FlowDef *flow)
 				a->c.selected[i] = true;
 		if (!a->c.is_key[i])
 			a->c.tracked[i] = flow->track_all || name_in_list(flow->track, a->c.dnames[i]);
+		if (!a->c.is_key[i])
+			a->c.skipnull[i] = flow->ignore_nulls ||
+				(flow->has_inu_include && name_in_list(flow->inu_include, a->c.dnames[i])) ||
+				(flow->has_inu_except && !name_in_list(flow->inu_except, a->c.dnames[i]));
 		tc = lookup_type_cache(att->atttypid, TYPECACHE_EQ_OPR_FINFO);
 		if (OidIsValid(tc->eq_opr_finfo.fn_oid))
 			fmgr_info_copy(&a->c.eqfn[i], &tc->eq_opr_finfo, CurrentMemoryContext);
@@ -403,7 +408,7 @@ apply_setup(ApplyCtx *a, FlowDef *flow)
 
 	a->flow = flow;
 	a->kind = storage_kind(flow->scd);
-	a->c.ignore_nulls = flow->ignore_nulls;
+	a->c.ignore_nulls = flow->ignore_nulls || flow->has_inu_include || flow->has_inu_except;
 	/* without state, the fold sees only the new events: the last must decide */
 	a->stateless = !flow->keeps_state;
 	if (a->stateless && !a->kind->last_event_decides(&a->c))

@@ -292,6 +292,9 @@ typedef enum FlowColumn
 	FC_KEEPS_STATE,
 	FC_SYSTEM_SEQUENCE_BY,
 	FC_SYSSEQ_TYPE,
+	FC_INU_LIST,
+	FC_INU_EXCEPT,
+	FC_COLUMNS_TO_UPDATE,
 	FC_NCOLUMNS
 } FlowColumn;
 
@@ -340,6 +343,9 @@ static const char *const flow_columns[FC_NCOLUMNS] = {
 	[FC_KEEPS_STATE] = "t.keeps_state IS DISTINCT FROM false",
 	[FC_SYSTEM_SEQUENCE_BY] = "f.system_sequence_by",
 	[FC_SYSSEQ_TYPE] = "t.sysseq_type::pg_catalog.oid",
+	[FC_INU_LIST] = "f.ignore_null_updates_column_list",
+	[FC_INU_EXCEPT] = "f.ignore_null_updates_except_column_list",
+	[FC_COLUMNS_TO_UPDATE] = "f.columns_to_update",
 };
 
 /* Column c of the flow row being read (NULL: *isnull). */
@@ -406,6 +412,9 @@ flow_from_row(HeapTuple tup, TupleDesc desc)
 	f->track = isnull ? NIL : array_to_names(d);
 	f->track_include = flow_idents(tup, desc, FC_TRACK_LIST, &f->has_track_include);
 	f->track_except = flow_idents(tup, desc, FC_TRACK_EXCEPT, NULL);
+	f->inu_include = flow_idents(tup, desc, FC_INU_LIST, &f->has_inu_include);
+	f->inu_except = flow_idents(tup, desc, FC_INU_EXCEPT, &f->has_inu_except);
+	f->columns_to_update = flow_text(tup, desc, FC_COLUMNS_TO_UPDATE);
 	d = FLOW_GET(FC_SEQ_TYPE, &isnull);
 	f->seq_type = isnull ? InvalidOid : DatumGetObjectId(d);
 	f->tombstone_retention = flow_text(tup, desc, FC_OWN_RETENTION);
@@ -545,16 +554,21 @@ catalog_insert_flow(FlowDef *f)
 	arg_text(&a, f->snapshot_target);	/* $23 */
 	arg_text(&a, f->srckind->name);
 	arg_text(&a, f->system_sequence_by);	/* $25 */
+	arg_idents(&a, f->inu_include, !f->has_inu_include);
+	arg_idents(&a, f->inu_except, !f->has_inu_except);
+	arg_text(&a, f->columns_to_update);
 	PG_TRY();
 	{
 		cat_exec("INSERT INTO autocdc.flow (name, owner, kind, source, source_text, target_id, keys, "
 				 "sequence_by, ignore_null_updates, apply_as_deletes, apply_as_truncates, columns, "
 				 "column_list, except_column_list, scd_type, track_columns, track_history_column_list, "
 				 "track_history_except_column_list, once, continuous, tombstone_retention, "
-				 "source_function, snapshot_target, source_kind, system_sequence_by) "
+				 "source_function, snapshot_target, source_kind, system_sequence_by, "
+				 "ignore_null_updates_column_list, ignore_null_updates_except_column_list, "
+				 "columns_to_update) "
 				 "VALUES ($1, $2::pg_catalog.regrole, $3, $4::pg_catalog.regclass, $5, $6, $7, $8, $9, "
 				 "$10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21::pg_catalog.interval, $22, $23, "
-				 "$24, $25)",
+				 "$24, $25, $26, $27, $28)",
 				 &a, SPI_OK_INSERT);
 		a.n = 1;
 		cat_exec("INSERT INTO autocdc.flow_state (name) VALUES ($1)", &a, SPI_OK_INSERT);

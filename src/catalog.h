@@ -84,6 +84,12 @@ typedef struct FlowDef
 	char	   *system_sequence_by; /* bitemporal: normalized expression */
 	Oid			sysseq_type;	/* bitemporal: the system sequence's type */
 	char	   *tombstone_retention;	/* this flow's, as interval text */
+	bool		has_inu_include;	/* ignore_null_updates_column_list given */
+	List	   *inu_include;	/* ignore_null_updates_column_list */
+	bool		has_inu_except; /* ignore_null_updates_except_column_list given */
+	List	   *inu_except;		/* ignore_null_updates_except_column_list */
+	char	   *columns_to_update;	/* the source column naming what an
+									 * upsert writes, or NULL */
 	char	   *retention;		/* the target's: the longest of its flows', or
 								 * NULL (forever) */
 	bool		keeps_state;	/* the target keeps per-key hidden state

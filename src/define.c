@@ -74,6 +74,8 @@ typedef struct Definition
 	List	   *datacols;
 	bool		track_all;
 	List	   *track;
+	List	   *inulist;		/* ignore_null_updates_column_list */
+	List	   *inuexcept;		/* ignore_null_updates_except_column_list */
 	/* expressions */
 	ExprInfo   *seq;
 	ExprInfo   *del;
@@ -619,6 +621,55 @@ def_columns(Definition *d)
 				d->track = lappend(d->track, lfirst(lc));
 }
 
+/*
+ * Partial updates: at most one of ignore_null_updates, its two column lists
+ * and columns_to_update; not for bitemporal flows (but ignore_null_updates);
+ * the lists name selected non-key columns.
+ */
+static void
+def_partial(Definition *d)
+{
+	FlowSpec   *s = d->spec;
+	const char *given[4];
+	int			n = 0;
+	ListCell   *lc;
+
+	if (s->ignore_nulls)
+		given[n++] = "ignore_null_updates";
+	if (s->inu_list)
+		given[n++] = "ignore_null_updates_column_list";
+	if (s->inu_except_list)
+		given[n++] = "ignore_null_updates_except_column_list";
+	if (s->columns_to_update)
+		given[n++] = "columns_to_update";
+	if (n > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s and %s cannot both be given", given[0], given[1]),
+				 errhint("Each names which columns an upsert writes: give one of them.")));
+	if (n == 0 || s->ignore_nulls)
+		return;
+	if (d->kind->code == 'b')
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s is not supported for bitemporal flows", given[0]),
+				 errhint("Use ignore_null_updates, or store the flow as SCD type 1 or 2.")));
+	if (s->columns_to_update)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("columns_to_update is not supported yet"),
+				 errhint("Use ignore_null_updates_column_list or ignore_null_updates_except_column_list.")));
+	d->inulist = parse_identifier_array(s->inu_list, "ignore null updates column");
+	d->inuexcept = parse_identifier_array(s->inu_except_list, "ignore null updates column");
+	foreach(lc, list_concat(list_copy(d->inulist), d->inuexcept))
+		if (!name_in_list(d->datacols, lfirst(lc)))
+			ereport(ERROR,
+					(errcode(find_column(d->srccols, lfirst(lc)) ? ERRCODE_INVALID_PARAMETER_VALUE :
+							 ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("ignore null updates column \"%s\" is not a selected non-key column of source \"%s\"",
+							(char *) lfirst(lc), d->srcname)));
+}
+
 /* The columns of an index (attribute numbers; 0 for an expression). */
 static List *
 index_columns(Oid indexoid, Form_pg_index *form, HeapTuple *tup)
@@ -1025,7 +1076,8 @@ static bool
 def_commit_ordered(Definition *d)
 {
 	return d->spec->kind == FLOW_CDC && d->srckind->row_changes && d->kind->code == '1' &&
-		!d->spec->ignore_nulls && strcmp(d->seq->normalized, "_commit_timestamp") == 0;
+		!d->spec->ignore_nulls && !d->spec->inu_list && !d->spec->inu_except_list &&
+		!d->spec->columns_to_update && strcmp(d->seq->normalized, "_commit_timestamp") == 0;
 }
 
 /*
@@ -1166,6 +1218,11 @@ def_flowdef(Definition *d)
 	f->has_track_include = d->spec->track_list != NULL;
 	f->track_include = d->tracklist;
 	f->track_except = d->trackexcept;
+	f->has_inu_include = d->spec->inu_list != NULL;
+	f->inu_include = d->inulist;
+	f->has_inu_except = d->spec->inu_except_list != NULL;
+	f->inu_except = d->inuexcept;
+	f->columns_to_update = d->spec->columns_to_update ? pstrdup(d->spec->columns_to_update) : NULL;
 	f->continuous = d->spec->continuous;
 	f->tombstone_retention = d->spec->tombstone_retention ? pstrdup(d->spec->tombstone_retention) : NULL;
 	return f;
@@ -1189,6 +1246,7 @@ define_from(FlowSpec *spec)
 	def_source(&d);
 	def_check_source(&d);
 	def_columns(&d);
+	def_partial(&d);
 	if (d.srckind->row_changes)
 		def_changes_keys(&d);
 	def_expressions(&d);

@@ -35,6 +35,9 @@ typedef struct FlowSpec
 	const char *system_sequence_by;
 	bool		continuous;
 	const char *tombstone_retention;	/* interval text, or NULL */
+	ArrayType  *inu_list;		/* ignore_null_updates_column_list */
+	ArrayType  *inu_except_list;	/* ignore_null_updates_except_column_list */
+	const char *columns_to_update;	/* a source column, or NULL */
 	const char *source_function;	/* snapshot flows: 'f(bigint)' */
 	bool		from_statement; /* the statement form: hints in its syntax */
 } FlowSpec;

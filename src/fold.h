@@ -32,7 +32,10 @@ typedef struct FoldCols
 	int		   *keyidx;			/* key k -> data column */
 	FmgrInfo   *eqfn;			/* per data column; fn_oid 0: compare text */
 	FmgrInfo   *outfn;
-	bool		ignore_nulls;
+	bool		ignore_nulls;	/* some column ignores NULLs: every event
+								 * counts */
+	bool	   *skipnull;		/* per data column: an upsert's NULL there is
+								 * not written */
 	/* the sequence (and the period columns, which have its type) */
 	FmgrInfo	seqcmp;
 	Oid			seqcoll;

@@ -58,12 +58,14 @@ enum
 	CL_SYSTEM_SEQUENCE,
 	CL_COLUMNS,
 	CL_STORED,
-	CL_TRACK
+	CL_TRACK,
+	CL_COLUMNS_TO_UPDATE
 };
 
 static const char *const clause_names[] = {
 	"", "IGNORE NULL UPDATES", "APPLY AS DELETE WHEN", "APPLY AS TRUNCATE WHEN",
-	"SEQUENCE BY", "SYSTEM SEQUENCE BY", "COLUMNS", "STORED AS", "TRACK HISTORY ON"
+	"SEQUENCE BY", "SYSTEM SEQUENCE BY", "COLUMNS", "STORED AS", "TRACK HISTORY ON",
+	"COLUMNS TO UPDATE"
 };
 
 /* Is a core scanner token code a keyword (as opposed to a literal or operator)? */
@@ -380,6 +382,8 @@ clause_at(Parser *p, int i)
 		return CL_SEQUENCE;
 	if (is_word(p, i, "system") && is_word(p, i + 1, "sequence"))
 		return CL_SYSTEM_SEQUENCE;
+	if (is_word(p, i, "columns") && is_word(p, i + 1, "to"))
+		return CL_COLUMNS_TO_UPDATE;
 	if (is_word(p, i, "columns") && (is_char(p, i + 1, '(') || is_char(p, i + 1, '*')))
 		return CL_COLUMNS;
 	if (is_word(p, i, "stored") && is_word(p, i + 1, "as"))
@@ -523,7 +527,7 @@ parse_flow_clauses(Parser *p, AutocdcStmt *s)
 		if (cl == CL_NONE)
 			syntax_error(p, p->pos, last < CL_SEQUENCE ?
 						 "a clause of CREATE FLOW (IGNORE NULL UPDATES, APPLY AS DELETE WHEN, APPLY AS TRUNCATE WHEN, SEQUENCE BY)" :
-						 "a clause of CREATE FLOW (SYSTEM SEQUENCE BY, COLUMNS, STORED AS, TRACK HISTORY ON) or \";\"");
+						 "a clause of CREATE FLOW (SYSTEM SEQUENCE BY, COLUMNS, STORED AS, TRACK HISTORY ON, COLUMNS TO UPDATE) or \";\"");
 		if (cl == last)
 			ereport(ERROR,
 					(errcode(ERRCODE_SYNTAX_ERROR),
@@ -544,7 +548,16 @@ parse_flow_clauses(Parser *p, AutocdcStmt *s)
 				p->pos++;
 				expect_word(p, "null", "NULL");
 				expect_word(p, "updates", "UPDATES");
-				s->ignore_nulls = true;
+				if (is_word(p, p->pos, "on"))
+				{
+					/* ON ( list ) | ON * EXCEPT ( list ): the column lists */
+					p->pos++;
+					parse_selection(p, &s->inu_list, &s->inu_except_list, false);
+					s->has_inu_list = s->inu_list != NIL;
+					s->has_inu_except = s->inu_except_list != NIL;
+				}
+				else
+					s->ignore_nulls = true;
 				break;
 			case CL_DELETE:
 				p->pos += 2;
@@ -580,6 +593,14 @@ parse_flow_clauses(Parser *p, AutocdcStmt *s)
 				expect_word(p, "on", "ON");
 				parse_selection(p, &s->track_list, &s->track_except_list, false);
 				s->has_track_list = s->track_list != NIL;
+				break;
+			case CL_COLUMNS_TO_UPDATE:
+				p->pos += 2;
+				expect_word(p, "update", "UPDATE");
+				if (!is_name_token(p, p->pos))
+					syntax_error(p, p->pos, "a column name after COLUMNS TO UPDATE");
+				s->columns_to_update = tok_text(p, p->pos);
+				p->pos++;
 				break;
 		}
 	}

@@ -46,6 +46,11 @@ typedef struct AutocdcStmt
 	bool		has_track_list;
 	List	   *track_list;
 	List	   *track_except_list;
+	bool		has_inu_list;	/* IGNORE NULL UPDATES ON ( list ) */
+	List	   *inu_list;
+	bool		has_inu_except; /* IGNORE NULL UPDATES ON * EXCEPT ( list ) */
+	List	   *inu_except_list;
+	char	   *columns_to_update;	/* COLUMNS TO UPDATE col, as written */
 	char	   *column_defs;		/* CREATE STREAMING TABLE (...) */
 } AutocdcStmt;
 

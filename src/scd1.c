@@ -4,8 +4,8 @@
  *		SCD type 1 storage: one row per present key, no bookkeeping columns
  *		(rule: a key is present iff its last event, truncates
  *		counting, is an upsert; its columns are that upsert's, or with
- *		ignore_null_updates the last non-NULL value of each since the key's
- *		last delete).
+ *		ignore_null_updates (or a column list of it) the last value each
+ *		column's upserts wrote since the key's last delete).
  *
  *-------------------------------------------------------------------------
  */
@@ -53,7 +53,7 @@ scd1_fold(FoldCols *c, Ev **evs, int n, OutRow **outp, Ev **last)
 		{
 			for (j = 0; j < c->ndata; j++)
 			{
-				if (c->ignore_nulls && !c->is_key[j] && e->nulls[j])
+				if (c->skipnull[j] && e->nulls[j])
 					continue;
 				vals[j] = e->vals[j];
 				nulls[j] = e->nulls[j];

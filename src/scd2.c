@@ -5,8 +5,9 @@
  *		the sequence's type.  Walking a key's events with an open version:
  *		an upsert whose tracked columns equal the open version's keeps its
  *		start and takes the new values; one that differs closes it and opens
- *		another; a delete closes it.  With ignore_null_updates an upsert's
- *		NULLs are first filled from the open version.
+ *		another; a delete closes it.  With ignore_null_updates (or a column
+ *		list of it) an upsert's NULLs in columns that ignore them are first
+ *		filled from the open version.
  *
  *-------------------------------------------------------------------------
  */
@@ -80,7 +81,7 @@ scd2_fold(FoldCols *c, Ev **evs, int n, OutRow **outp, Ev **last)
 			{
 				vals[j] = e->vals[j];
 				nulls[j] = e->nulls[j];
-				if (c->ignore_nulls && !c->is_key[j] && nulls[j] && isopen)
+				if (c->skipnull[j] && nulls[j] && isopen)
 				{
 					vals[j] = open.vals[j];
 					nulls[j] = open.nulls[j];

@@ -115,6 +115,12 @@ run_create_flow(AutocdcStmt *s)
 		spec.column_list = (ArrayType *) DatumGetPointer(text_array(s->column_list, &isnull));
 		spec.except_column_list = (ArrayType *) DatumGetPointer(text_array(s->except_column_list, &isnull));
 		spec.system_sequence_by = s->system_sequence_by;
+		if (s->has_inu_list)
+			spec.inu_list = (ArrayType *) DatumGetPointer(text_array(s->inu_list, &isnull));
+		if (s->has_inu_except)
+			spec.inu_except_list = (ArrayType *) DatumGetPointer(text_array(s->inu_except_list, &isnull));
+		spec.columns_to_update = s->columns_to_update ?
+			parse_identifier(s->columns_to_update, "column") : NULL;
 		(void) define_flow(&spec);
 	}
 	SPI_finish();

@@ -10,7 +10,12 @@
 # from the text of docs/semantics.md: ties settled first (last arrival wins, truncates
 # included), truncates as per-key deletes at their arrival position, SCD 1
 # with and without ignore_null_updates, SCD 2 versions with tracked subsets
-# and ignore-null filling from the version open at that point of the walk.
+# and ignore-null filling from the version open at that point of the walk;
+# partial updates through a random column list of ignore_null_updates (only
+# the listed columns ignore NULLs) or a random except list (all but the
+# listed ones do): an upsert writes what it does not ignore, the others keep
+# the value the last upsert that wrote them left (SCD 1) or are filled from
+# the version open at that point (SCD 2).
 # Every run_flow must also report num_events = the rows inserted since the
 # previous run (so a second run right after the last one reports 0).
 #
@@ -23,7 +28,7 @@
 # Run just this file (as the postgres OS user, from a copy of the repository,
 # extension installed):
 #     make installcheck REGRESS= PROVE_TESTS=test/t/010_property.pl
-# Run thousands of streams (the count is per mode; there are 6 modes), or
+# Run thousands of streams (the count is per mode; there are 10 modes), or
 # another seed:
 #     AUTOCDC_PROPERTY_STREAMS=2000 AUTOCDC_PROPERTY_SEED=7 \
 #         make installcheck REGRESS= PROVE_TESTS=test/t/010_property.pl
@@ -106,12 +111,36 @@ sub key_events
 	return map { $at_seq{$_} } sort { $a <=> $b } keys %at_seq;
 }
 
+# Does an upsert write column $c?  $skip: the columns whose NULLs are not
+# written (undef or empty: every column is written).
+sub writes
+{
+	my ($skip, $e, $c) = @_;
+	return !($skip && $skip->{$c} && !defined $e->{vals}{$c});
+}
+
+# The columns that ignore NULLs in a mode: ignore_null_updates all, a column
+# list those listed, an except list those not listed; else none (undef).
+sub skip_of
+{
+	my ($mode, $list) = @_;
+	return { map { $_ => 1 } @COLS } if $mode->{ignore};
+	return { map { $_ => 1 } @$list } if ($mode->{partial} // '') eq 'list';
+	if (($mode->{partial} // '') eq 'except')
+	{
+		my %in = map { $_ => 1 } @$list;
+		return { map { $_ => 1 } grep { !$in{$_} } @COLS };
+	}
+	return undef;
+}
+
 # SCD 1: a key is present iff its last event is an upsert; its columns are
-# that upsert's, or with ignore_null_updates per column the last non-NULL
-# value of the upserts since the key's last delete/truncate.
+# that upsert's, or with ignore_null_updates (or its column lists) per column
+# the value of the last upsert since the key's last delete/truncate that
+# wrote it.
 sub model_scd1
 {
-	my ($events, $ignore_nulls) = @_;
+	my ($events, $ignore_nulls) = @_;    # undef, 0 or the columns skipping NULLs
 	my @rows;
 	for my $k (stream_keys($events))
 	{
@@ -129,7 +158,7 @@ sub model_scd1
 				if ($e->{kind} eq 'D') { %row = (); next; }
 				for my $c (@COLS)
 				{
-					$row{$c} = $e->{vals}{$c} if defined $e->{vals}{$c};
+					$row{$c} = $e->{vals}{$c} if writes($ignore_nulls, $e, $c);
 				}
 			}
 		}
@@ -163,12 +192,10 @@ sub model_scd2
 				next;
 			}
 			my %v = %{ $e->{vals} };
-			if ($ignore_nulls && $open)
+			for my $c (@COLS)
 			{
-				for my $c (@COLS)
-				{
-					$v{$c} = $open->{vals}{$c} unless defined $v{$c};
-				}
+				$v{$c} = $open ? $open->{vals}{$c} : undef
+				  unless writes($ignore_nulls, $e, $c);
 			}
 			if (!$open)
 			{
@@ -224,15 +251,15 @@ sub render
 		[ 125, 'Mercedes', 'Guadalajara', 'U', 6 ],
 		[ 125, 'Mercedes', 'Mexicali',    'U', 5 ],
 		[ 123, 'Isabel',   'Chihuahua',   'U', 5 ]);
-	is( render(0, model_scd1(\@ex, 0)),
+	is( render(0, model_scd1(\@ex, undef)),
 		"124|'Raul'|'Oaxaca'|NULL\n125|'Mercedes'|'Guadalajara'|NULL\n126|'Lily'|'Cancun'|NULL",
 		'model: example 1');
 	my @ex2 = (@ex,
 		{ k => undef, a => undef, b => undef, c => undef, op => 'T', seq => 3 });
-	is( render(0, model_scd1(\@ex2, 0)),
+	is( render(0, model_scd1(\@ex2, undef)),
 		"125|'Mercedes'|'Guadalajara'|NULL",
 		'model: example 2');
-	is( render(1, model_scd2(\@ex, 0, [qw(a b c)])),
+	is( render(1, model_scd2(\@ex, undef, [qw(a b c)])),
 		join("\n",
 			"123|'Isabel'|'Monterrey'|NULL|1|5",
 			"123|'Isabel'|'Chihuahua'|NULL|5|6",
@@ -242,7 +269,7 @@ sub render
 			"125|'Mercedes'|'Guadalajara'|NULL|6|NULL",
 			"126|'Lily'|'Cancun'|NULL|2|NULL"),
 		'model: example 3');
-	is( render(1, model_scd2(\@ex, 0, [qw(a c)])),
+	is( render(1, model_scd2(\@ex, undef, [qw(a c)])),
 		join("\n",
 			"123|'Isabel'|'Chihuahua'|NULL|1|6",
 			"124|'Raul'|'Oaxaca'|NULL|1|NULL",
@@ -346,6 +373,11 @@ my @MODES = (
 	{ name => 'scd2_tracked_subset',  scd => 2, ignore => 0, subset => 1 },
 	{ name => 'scd2_ignore_nulls',    scd => 2, ignore => 1 },
 	{ name => 'scd2_subset_ignore_nulls', scd => 2, ignore => 1, subset => 1 },
+	{ name => 'scd1_ignore_nulls_on',        scd => 1, ignore => 0, partial => 'list' },
+	{ name => 'scd1_ignore_nulls_except',    scd => 1, ignore => 0, partial => 'except' },
+	{ name => 'scd2_ignore_nulls_on',        scd => 2, ignore => 0, partial => 'list' },
+	{ name => 'scd2_subset_ignore_nulls_except', scd => 2, ignore => 0, partial => 'except',
+	  subset => 1 },
 );
 
 # The SQL script of one stream: fresh feed and flow, an empty first run, then
@@ -355,7 +387,7 @@ my @MODES = (
 # matter.
 sub stream_sql
 {
-	my ($id, $mode, $tracked, $events, $plan, $worker) = @_;
+	my ($id, $mode, $tracked, $events, $plan, $worker, $list) = @_;
 	my ($feed, $target, $flow) = ("feed_$id", "tgt_$id", "f_$id");
 	my @opts = (
 		"sequence_by => 'seq'",
@@ -368,6 +400,10 @@ sub stream_sql
 		"continuous => " . ($worker ? 'true' : 'false'));
 	push @opts, "track_history_column_list => '{" . join(',', @$tracked) . "}'"
 	  if $mode->{subset};
+	push @opts, "ignore_null_updates_column_list => '{" . join(',', @$list) . "}'"
+	  if ($mode->{partial} // '') eq 'list';
+	push @opts, "ignore_null_updates_except_column_list => '{" . join(',', @$list) . "}'"
+	  if ($mode->{partial} // '') eq 'except';
 	my $run = "SELECT 'RUN:' || num_events FROM autocdc.run_flow('$flow');\n";
 	my $sql =
 	    "CREATE TABLE $feed (k int, a text, b text, c text, op text, seq int);\n"
@@ -446,17 +482,20 @@ for my $mode (@MODES)
 		my $tracked = [@COLS];
 		$tracked = pick([qw(a)], [qw(b)], [qw(a b)], [qw(b c)], [qw(a c)])
 		  if $mode->{subset};
+		# the column list of a partial mode: any subset, empty included
+		my $list = [ grep { rand() < 0.5 } @COLS ];
+		my $skip = skip_of($mode, $list);
 		$events_total += @$events;
 
 		my @model =
 		  $mode->{scd} == 1
-		  ? model_scd1($events, $mode->{ignore})
-		  : model_scd2($events, $mode->{ignore}, $tracked);
+		  ? model_scd1($events, $skip)
+		  : model_scd2($events, $skip, $tracked);
 		my $want_rows = render($mode->{scd} == 2, @model);
 		my $want_runs = join(',',
 			0, (map { my $n = 0; $n += @$_ for map { @$_ } @$_; $n } @$plan), 0);
 
-		my $sql = stream_sql($id, $mode, $tracked, $events, $plan, $worker);
+		my $sql = stream_sql($id, $mode, $tracked, $events, $plan, $worker, $list);
 		my ($out, $err, $timed_out) = ('', '', 0);
 		$node->psql('postgres', $sql . cleanup_sql($id),
 			stdout => \$out, stderr => \$err, on_error_stop => 0,
@@ -487,7 +526,8 @@ for my $mode (@MODES)
 		}
 		$nfail++;
 		diag "FAILED: seed $seed, mode $mode->{name}, stream $s (id $id)"
-		  . ($mode->{subset} ? ", tracked {@$tracked}" : '') . "\n"
+		  . ($mode->{subset} ? ", tracked {@$tracked}" : '')
+		  . ($mode->{partial} ? ", $mode->{partial} list {@$list}" : '') . "\n"
 		  . "events (arrival order):\n" . describe_events($events) . "\n"
 		  . "runs (event numbers per run / transaction / statement): "
 		  . join(' ; ',
