@@ -113,6 +113,11 @@ SELECT e_try($$SELECT autocdc.create_flow('e_t_a', 'e_feed', '{id}', 'seq', stor
 	system_sequence_by => 'seq', ignore_null_updates_column_list => '{name}')$$) AS bitemporal_ignore_null_list;
 SELECT e_try($$SELECT autocdc.create_flow('e_t_a', 'e_feed', '{id}', 'seq', stored_as_scd_type => 'bitemporal',
 	system_sequence_by => 'seq', columns_to_update => 'op')$$) AS bitemporal_columns_to_update;
+-- columns_to_update names a text[] or name[] column of the source
+SELECT e_try($$SELECT autocdc.create_flow('e_t_a', 'e_feed', '{id}', 'seq',
+	columns_to_update => 'nosuch')$$) AS unknown_columns_to_update;
+SELECT e_try($$SELECT autocdc.create_flow('e_t_a', 'e_feed', '{id}', 'seq',
+	columns_to_update => 'op')$$) AS columns_to_update_not_an_array;
 SELECT e_leftovers();
 
 -- SCD type; features that are not there yet

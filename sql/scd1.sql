@@ -597,6 +597,68 @@ SELECT * FROM s1_part_except ORDER BY id;
 SELECT autocdc.drop_flow('s1_part_on', true), autocdc.drop_flow('s1_part_except', true);
 DROP TABLE s1_part_feed;
 
+---------------------------------------------------------------------------
+-- §4 Partial updates, columns_to_update: an upsert writes exactly the
+-- columns its list names (a text[] or name[] source column), NULL values
+-- included; per column the last upsert in sequence order that wrote it
+-- decides, whatever the arrival order.  A NULL list, or a name that is not a
+-- selected non-key column, fails the run like a NULL sequence (skip_events
+-- passes it).
+---------------------------------------------------------------------------
+CREATE TABLE s1_ctu_feed (id int, a text, b text, op text, seq int, upd text[]);
+SELECT autocdc.create_flow('s1_ctu', 's1_ctu_feed', '{id}', sequence_by => 'seq',
+	apply_as_deletes => $$op = 'D'$$, except_column_list => '{op,seq,upd}',
+	columns_to_update => 'upd', continuous => false);
+-- the hidden state keeps each upsert's list
+SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute
+ WHERE attrelid = (SELECT c.oid FROM pg_class c JOIN autocdc.target t ON c.relname = 'target_' || t.id
+					WHERE t.relid = 's1_ctu'::regclass)
+   AND attname = '__autocdc_written';
+INSERT INTO s1_ctu_feed VALUES (1, 'a1', 'b1', NULL, 10, '{a,b}'), (1, 'x', NULL, NULL, 20, '{b}'),
+	(2, 'a', 'b', NULL, 10, '{}');
+SELECT * FROM autocdc.run_flow('s1_ctu');
+-- 1 (a1, null): the upsert at 20 writes b only, NULL included; 2 (null, null)
+SELECT * FROM s1_ctu ORDER BY id;
+-- late: a at 15 is the last write of a; b stays the NULL written at 20
+INSERT INTO s1_ctu_feed VALUES (1, 'a15', 'b15', NULL, 15, '{a}');
+SELECT * FROM autocdc.run_flow('s1_ctu');
+SELECT * FROM s1_ctu ORDER BY id;
+-- a delete forgets; a later upsert starts from NULLs.  2 (null, b3)
+INSERT INTO s1_ctu_feed VALUES (2, NULL, NULL, 'D', 20, NULL), (2, 'a3', 'b3', NULL, 30, '{b}');
+SELECT * FROM autocdc.run_flow('s1_ctu');
+SELECT * FROM s1_ctu ORDER BY id;
+-- a NULL list fails the run, naming the flow, the key (and in the detail the LSN)
+INSERT INTO s1_ctu_feed VALUES (3, 'a', 'b', NULL, 10, NULL);
+\set VERBOSITY terse
+SELECT * FROM autocdc.run_flow('s1_ctu');
+\set VERBOSITY default
+SELECT state, last_error_sqlstate FROM autocdc.flows WHERE name = 's1_ctu';
+SELECT autocdc.skip_events('s1_ctu', last_error_lsn) FROM autocdc.flows WHERE name = 's1_ctu';
+SELECT * FROM autocdc.run_flow('s1_ctu');
+-- a name that is not a selected non-key column: a key, an excluded column, an unknown one
+INSERT INTO s1_ctu_feed VALUES (4, 'a', 'b', NULL, 10, '{a,id}');
+\set VERBOSITY terse
+SELECT * FROM autocdc.run_flow('s1_ctu');
+\set VERBOSITY default
+SELECT autocdc.skip_events('s1_ctu', last_error_lsn) FROM autocdc.flows WHERE name = 's1_ctu';
+INSERT INTO s1_ctu_feed VALUES (4, 'a', 'b', NULL, 10, '{op}');
+\set VERBOSITY terse
+SELECT * FROM autocdc.run_flow('s1_ctu');
+\set VERBOSITY default
+SELECT autocdc.skip_events('s1_ctu', last_error_lsn) FROM autocdc.flows WHERE name = 's1_ctu';
+INSERT INTO s1_ctu_feed VALUES (4, 'a', 'b', NULL, 10, '{A}');
+\set VERBOSITY terse
+SELECT * FROM autocdc.run_flow('s1_ctu');
+\set VERBOSITY default
+SELECT autocdc.skip_events('s1_ctu', last_error_lsn) FROM autocdc.flows WHERE name = 's1_ctu';
+-- a delete's list is not looked at
+INSERT INTO s1_ctu_feed VALUES (1, NULL, NULL, 'D', 40, '{nosuch}');
+SELECT * FROM autocdc.run_flow('s1_ctu');
+SELECT * FROM s1_ctu ORDER BY id;
+SELECT state, num_skipped_events FROM autocdc.flows WHERE name = 's1_ctu';
+SELECT autocdc.drop_flow('s1_ctu', true);
+DROP TABLE s1_ctu_feed;
+
 -- clean up (s1_two_changes first: dropping a target drops every flow into it)
 SELECT autocdc.drop_flow('s1_two_changes');
 SELECT autocdc.drop_flow(name, true) FROM autocdc.flows WHERE name LIKE 's1\_%' ORDER BY name;

@@ -460,3 +460,28 @@ SELECT * FROM s2_part_on ORDER BY id, __start_at;
 SELECT * FROM s2_part_except ORDER BY id, __start_at;
 SELECT autocdc.drop_flow('s2_part_on', true), autocdc.drop_flow('s2_part_except', true);
 DROP TABLE s2_part_feed;
+
+---------------------------------------------------------------------------
+-- §4 Partial updates, SCD type 2 with columns_to_update (a name[] column):
+-- the columns an upsert does not write are filled from the version open at
+-- that point (NULL when none); the filled row is what tracking compares.
+---------------------------------------------------------------------------
+CREATE TABLE s2_ctu_feed (id int, a text, b text, op text, seq int, upd name[]);
+SELECT autocdc.create_flow('s2_ctu', 's2_ctu_feed', '{id}', sequence_by => 'seq',
+	apply_as_deletes => $$op = 'D'$$, except_column_list => '{op,seq,upd}', stored_as_scd_type => '2',
+	columns_to_update => 'upd', continuous => false);
+INSERT INTO s2_ctu_feed VALUES (1, NULL, 'b1', NULL, 10, '{b}'), (1, NULL, NULL, NULL, 30, '{b}');
+SELECT * FROM autocdc.run_flow('s2_ctu');
+-- (null, b1, 10, 30), (null, null, 30, null)
+SELECT * FROM s2_ctu ORDER BY id, __start_at;
+-- late: a2 at 20 (b filled to b1) opens a version; the upsert at 30 now
+-- fills a from it: (null, b1, 10, 20), (a2, b1, 20, 30), (a2, null, 30, null)
+INSERT INTO s2_ctu_feed VALUES (1, 'a2', 'zz', NULL, 20, '{a}');
+SELECT * FROM autocdc.run_flow('s2_ctu');
+SELECT * FROM s2_ctu ORDER BY id, __start_at;
+-- an empty list writes nothing: the filled row equals the open version
+INSERT INTO s2_ctu_feed VALUES (1, 'q', 'q', NULL, 25, '{}');
+SELECT * FROM autocdc.run_flow('s2_ctu');
+SELECT * FROM s2_ctu ORDER BY id, __start_at;
+SELECT autocdc.drop_flow('s2_ctu', true);
+DROP TABLE s2_ctu_feed;

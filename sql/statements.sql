@@ -683,6 +683,23 @@ DO LANGUAGE autocdc $$ CREATE FLOW st_e AS AUTO CDC INTO st_e_t FROM st_feed KEY
   IGNORE NULL UPDATES ON (name) SEQUENCE BY seq COLUMNS TO UPDATE op $$;
 DO LANGUAGE autocdc $$ CREATE FLOW st_e AS AUTO CDC INTO st_e_t FROM st_feed KEYS (id)
   IGNORE NULL UPDATES ON (nosuch) SEQUENCE BY seq $$;
+DO LANGUAGE autocdc $$ CREATE FLOW st_e AS AUTO CDC INTO st_e_t FROM st_feed KEYS (id)
+  SEQUENCE BY seq COLUMNS TO UPDATE op $$;
+-- COLUMNS TO UPDATE col beside its twin; the column name follows identifier rules
+CREATE TABLE st_ctu_feed (id int, name text, city text, "Upd" text[], seq int);
+INSERT INTO st_ctu_feed VALUES (1, 'n1', 'c1', '{name,city}', 1), (1, NULL, NULL, '{city}', 2),
+	(2, 'n2', 'c2', '{name}', 1);
+DO LANGUAGE autocdc $$
+CREATE FLOW st_c_ctu AS AUTO CDC INTO st_c_ctu_t FROM stream(st_ctu_feed) KEYS (id)
+  SEQUENCE BY seq COLUMNS * EXCEPT ("Upd", seq) STORED AS SCD TYPE 2 COLUMNS TO UPDATE "Upd"
+$$;
+SELECT autocdc.create_flow('st_c_ctu_tw', 'stream(st_ctu_feed)', '{id}', 'seq',
+	except_column_list => ARRAY['"Upd"', 'seq'], stored_as_scd_type => '2', columns_to_update => '"Upd"');
+SELECT name, def ->> 'columns_to_update' AS columns_to_update FROM st_def WHERE name LIKE 'st\_c\_ctu%' ORDER BY name;
+SELECT count(*) AS ran FROM autocdc.run_flow('st_c_ctu');
+SELECT count(*) AS ran FROM autocdc.run_flow('st_c_ctu_tw');
+SELECT st_same('st_c_ctu', 'st_c_ctu_tw') AS ctu;
+SELECT * FROM st_c_ctu_t ORDER BY id, __start_at;
 
 --
 -- clean up
@@ -695,7 +712,7 @@ DROP ROLE regress_st_alice;
 DROP SCHEMA st_s CASCADE;
 -- the targets of the dropped flows (drop_flow(name, true) dropped the others)
 DROP TABLE st_c_min_t, "St_C_Quoted_T", st_c_mixed_t;
-DROP TABLE st_users_cdf, st_users_cdf_trunc, st_feed;
+DROP TABLE st_users_cdf, st_users_cdf_trunc, st_feed, st_ctu_feed;
 DROP FUNCTION st_same(text, text);
 DROP FUNCTION st_shape(regclass);
 DROP VIEW st_def;

@@ -108,6 +108,8 @@ typedef struct ApplyCtx
 	int			bk[STATE_NCOLUMNS]; /* state attribute index of each StateColumn */
 	int			bksys;			/* and of the system sequence (bitemporal), or
 								 * -1 */
+	int			bkwritten;		/* and of the columns an upsert writes, or -1 */
+	bool		has_ctu;		/* the flow reads columns_to_update */
 	int		   *tmap;			/* target attno-1 -> data idx, TMAP_PERIOD(p), or
 								 * TMAP_NONE */
 	/* truncates, sorted */
@@ -200,8 +202,9 @@ static bool key_equal(ApplyCtx *a, Datum *v1, Datum *v2);
 #include "lib/simplehash.h"
 
 static void put_state_row(ApplyCtx *a, Tuplestorestate *ts, Datum *dvals, bool *dnulls,
-						  Datum seq, XLogRecPtr lsn, int64 ord, char kind, Datum sysseq);
-static HeapTuple form_state_tuple(ApplyCtx *a, Datum *dvals, bool *dnulls,
+						  Datum wlist, Datum seq, XLogRecPtr lsn, int64 ord, char kind,
+						  Datum sysseq);
+static HeapTuple form_state_tuple(ApplyCtx *a, Datum *dvals, bool *dnulls, Datum wlist,
 								  Datum seq, XLogRecPtr lsn, int64 ord, char kind, Datum sysseq);
 
 /* Append a tid to a growable array. */
@@ -254,6 +257,7 @@ setup_state_columns(ApplyCtx *a, FlowDef *flow)
 	for (i = 0; i < STATE_NCOLUMNS; i++)
 		a->bk[i] = -1;
 	a->bksys = -1;
+	a->bkwritten = -1;
 	for (i = 0; i < a->sdesc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(a->sdesc, i);
@@ -264,6 +268,11 @@ setup_state_columns(ApplyCtx *a, FlowDef *flow)
 		if (strcmp(NameStr(att->attname), STATE_SYSSEQ_NAME) == 0)
 		{
 			a->bksys = i;
+			continue;
+		}
+		if (strcmp(NameStr(att->attname), STATE_WRITTEN_NAME) == 0)
+		{
+			a->bkwritten = i;
 			continue;
 		}
 		for (k = 0; k < STATE_NCOLUMNS; k++)
@@ -278,6 +287,8 @@ setup_state_columns(ApplyCtx *a, FlowDef *flow)
 	for (i = 0; i < STATE_NCOLUMNS; i++)
 		check_bookkeeping(a, a->bk[i], i == STATE_SEQ ? flow->seq_type : state_columns[i].type,
 						  state_columns[i].name);
+	if (a->has_ctu || a->bkwritten >= 0)
+		check_bookkeeping(a, a->bkwritten, TEXTARRAYOID, STATE_WRITTEN_NAME);
 	a->c.has_sys = a->kind->sysperiods_from < a->kind->nperiods;
 	a->c.sysperiods_from = a->kind->sysperiods_from;
 	if (a->c.has_sys)
@@ -408,7 +419,9 @@ apply_setup(ApplyCtx *a, FlowDef *flow)
 
 	a->flow = flow;
 	a->kind = storage_kind(flow->scd);
-	a->c.ignore_nulls = flow->ignore_nulls || flow->has_inu_include || flow->has_inu_except;
+	a->has_ctu = flow->columns_to_update != NULL;
+	a->c.ignore_nulls = flow->ignore_nulls || flow->has_inu_include || flow->has_inu_except ||
+		a->has_ctu;
 	/* without state, the fold sees only the new events: the last must decide */
 	a->stateless = !flow->keeps_state;
 	if (a->stateless && !a->kind->last_event_decides(&a->c))
@@ -663,7 +676,8 @@ static void
 check_event_shape(ApplyCtx *a, TupleDesc desc)
 {
 	int			i;
-	bool		ok = desc->natts == a->c.ndata + 4 + (a->c.has_sys ? 1 : 0);
+	int			nev = a->c.ndata + 4 + (a->c.has_sys ? 1 : 0);
+	bool		ok = desc->natts == nev + (a->has_ctu ? 1 : 0);
 
 	for (i = 0; ok && i < a->c.ndata; i++)
 		ok = TupleDescAttr(desc, i)->atttypid == a->c.dtypes[i];
@@ -671,7 +685,8 @@ check_event_shape(ApplyCtx *a, TupleDesc desc)
 		TupleDescAttr(desc, a->c.ndata + 1)->atttypid == LSNOID &&
 		TupleDescAttr(desc, a->c.ndata + 2)->atttypid == INT8OID &&
 		TupleDescAttr(desc, a->c.ndata + 3)->atttypid == CHAROID &&
-		(!a->c.has_sys || TupleDescAttr(desc, a->c.ndata + 4)->atttypid == a->flow->sysseq_type);
+		(!a->c.has_sys || TupleDescAttr(desc, a->c.ndata + 4)->atttypid == a->flow->sysseq_type) &&
+		(!a->has_ctu || TupleDescAttr(desc, nev)->atttypid == TEXTARRAYOID);
 	if (!ok)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -682,20 +697,20 @@ check_event_shape(ApplyCtx *a, TupleDesc desc)
 }
 
 /*
- * A row that cannot become an event (a null sequence, or a null key
- * column): it fails the run, naming the commit to pass with skip_events, or
+ * A row that cannot become an event (a null sequence, a null key column,
+ * or a list of columns to update that is null or names another column): it
+ * fails the run, naming the commit to pass with skip_events, or
  * for a row read under a snapshot (which has no commit) the way through a
  * refresh; under full_refresh(skip_invalid => true) it is counted as
  * skipped and reported when the refresh ends.
  */
 static void
-invalid_event(ClassifyScan *cs, XLogRecPtr lsn, int64 ord, bool null_key, bool system)
+invalid_event(ClassifyScan *cs, XLogRecPtr lsn, int64 ord, const char *what, bool seq_hint,
+			  int code)
 {
 	ApplyCtx   *a = cs->a;
 	FlowDef    *f = a->flow;
 	char	   *key = fold_key_text(&a->c, cs->values, cs->nulls);
-	const char *what = null_key ? "a null key column" :
-		system ? "a null system sequence" : "a null sequence";
 
 	if (f->run.skip_invalid)
 	{
@@ -714,7 +729,7 @@ invalid_event(ClassifyScan *cs, XLogRecPtr lsn, int64 ord, bool null_key, bool s
 	}
 	if (ORD_IS_SNAPSHOT(ord))
 		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				(errcode(code),
 				 errmsg("flow \"%s\": row with key %s of source \"%s\" has %s",
 						f->name, key, get_rel_name(f->source), what),
 				 errdetail("The row was read from the table (a first read or a full refresh), so it has no commit position that skip_events could pass."),
@@ -722,11 +737,11 @@ invalid_event(ClassifyScan *cs, XLogRecPtr lsn, int64 ord, bool null_key, bool s
 						 quote_literal_cstr(f->name))));
 	failures_note_lsn(lsn);
 	ereport(ERROR,
-			(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+			(errcode(code),
 			 errmsg("flow \"%s\": event with key %s has %s", f->name, key, what),
 			 errdetail("The event's source transaction committed at LSN " COMPAT_LSN_FORMAT ".",
 					   LSN_FORMAT_ARGS(lsn)),
-			 null_key ?
+			 !seq_hint ?
 			 errhint("Pass it with SELECT autocdc.skip_events(%s, '" COMPAT_LSN_FORMAT "').",
 					 quote_literal_cstr(f->name), LSN_FORMAT_ARGS(lsn)) :
 			 errhint("Pass it with SELECT autocdc.skip_events(%s, '" COMPAT_LSN_FORMAT "'), or recreate the flow with a sequence that is never null.",
@@ -740,7 +755,7 @@ invalid_event(ClassifyScan *cs, XLogRecPtr lsn, int64 ord, bool null_key, bool s
  */
 static void
 keyhash_event(ClassifyScan *cs, Datum *values, bool *nulls, XLogRecPtr lsn,
-			  char kind, Datum sysseq)
+			  char kind, Datum sysseq, Datum wlist)
 {
 	ApplyCtx   *a = cs->a;
 	KeyEntry   *entry = keys_add(a, values, nulls);
@@ -754,7 +769,7 @@ keyhash_event(ClassifyScan *cs, Datum *values, bool *nulls, XLogRecPtr lsn,
 	{
 		if (entry->nevs == 0 || fold_seq_compare(&a->c, values[a->c.ndata], entry->seq) >= 0)
 		{
-			ev = form_state_tuple(a, values, nulls, values[a->c.ndata], lsn,
+			ev = form_state_tuple(a, values, nulls, wlist, values[a->c.ndata], lsn,
 								  DatumGetInt64(values[a->c.ndata + 2]), kind, sysseq);
 			keep_last(a, entry, ev);
 			heap_freetuple(ev);
@@ -766,7 +781,7 @@ keyhash_event(ClassifyScan *cs, Datum *values, bool *nulls, XLogRecPtr lsn,
 	/* while the keyhash lasts, its entries hold the events */
 	Assert(a->inmem);
 	/* formed outside the packed context, which never reuses what is freed */
-	formed = form_state_tuple(a, values, nulls, values[a->c.ndata], lsn,
+	formed = form_state_tuple(a, values, nulls, wlist, values[a->c.ndata], lsn,
 							  DatumGetInt64(values[a->c.ndata + 2]), kind, sysseq);
 	old = MemoryContextSwitchTo(a->tupcxt);
 	ev = heap_copytuple(formed);
@@ -783,6 +798,79 @@ keyhash_event(ClassifyScan *cs, Datum *values, bool *nulls, XLogRecPtr lsn,
 	keys_check_memory(a, cs->events);
 }
 
+/*
+ * The data columns a list of columns to update (text[]) names: per data
+ * column, whether it is named (keys always; other names are ignored).
+ */
+static bool *
+written_columns(ApplyCtx *a, Datum list)
+{
+	bool	   *w = palloc0(sizeof(bool) * a->c.ndata);
+	Datum	   *elems;
+	bool	   *enulls;
+	int			n,
+				i,
+				j;
+
+	deconstruct_array(DatumGetArrayTypeP(list), TEXTOID, -1, false, TYPALIGN_INT,
+					  &elems, &enulls, &n);
+	for (j = 0; j < a->c.ndata; j++)
+		w[j] = a->c.is_key[j];
+	for (i = 0; i < n; i++)
+		for (j = 0; j < a->c.ndata && !enulls[i]; j++)
+			if (strcmp(TextDatumGetCString(elems[i]), a->c.dnames[j]) == 0)
+				w[j] = true;
+	return w;
+}
+
+/*
+ * An upsert's list of the columns it writes (column idx of the classified
+ * row): it must not be null and must name only selected non-key columns,
+ * else the row is invalid (false).  *wlist: the list to store.
+ */
+static bool
+check_written(ClassifyScan *cs, Datum *values, bool *nulls, int idx, XLogRecPtr lsn,
+			  Datum *wlist)
+{
+	ApplyCtx   *a = cs->a;
+	int64		ord = DatumGetInt64(values[a->c.ndata + 2]);
+	Datum	   *elems;
+	bool	   *enulls;
+	int			n,
+				i,
+				j;
+
+	if (nulls[idx])
+	{
+		invalid_event(cs, lsn, ord, psprintf("a null list of columns to update (\"%s\")",
+										   a->flow->columns_to_update), false,
+					  ERRCODE_NULL_VALUE_NOT_ALLOWED);
+		return false;
+	}
+	deconstruct_array(DatumGetArrayTypeP(values[idx]), TEXTOID, -1, false, TYPALIGN_INT,
+					  &elems, &enulls, &n);
+	for (i = 0; i < n; i++)
+	{
+		char	   *name = enulls[i] ? NULL : TextDatumGetCString(elems[i]);
+		bool		ok = false;
+
+		for (j = 0; j < a->c.ndata && name && !ok; j++)
+			ok = strcmp(name, a->c.dnames[j]) == 0 && a->c.selected[j] && !a->c.is_key[j];
+		if (!ok)
+		{
+			invalid_event(cs, lsn, ord,
+						  name ? psprintf("a list of columns to update (\"%s\") naming \"%s\", which is not a selected non-key column",
+										  a->flow->columns_to_update, name) :
+						  psprintf("a null name in its list of columns to update (\"%s\")",
+								   a->flow->columns_to_update),
+						  false, ERRCODE_INVALID_PARAMETER_VALUE);
+			return false;
+		}
+	}
+	*wlist = values[idx];
+	return true;
+}
+
 /* Validate one classified row and store it as an event. */
 static void
 classify_row(Datum *values, bool *nulls, TupleDesc desc, void *arg)
@@ -793,6 +881,7 @@ classify_row(Datum *values, bool *nulls, TupleDesc desc, void *arg)
 	XLogRecPtr	lsn;
 	int			i;
 	Datum		sysseq = (Datum) 0;
+	Datum		wlist = (Datum) 0;
 
 	if (cs->n == 0)
 		check_event_shape(a, desc);
@@ -803,7 +892,8 @@ classify_row(Datum *values, bool *nulls, TupleDesc desc, void *arg)
 	cs->n++;
 	if (fold_seq_is_null(&a->c, values[a->c.ndata], nulls[a->c.ndata]))
 	{
-		invalid_event(cs, lsn, DatumGetInt64(values[a->c.ndata + 2]), false, false);
+		invalid_event(cs, lsn, DatumGetInt64(values[a->c.ndata + 2]), "a null sequence", true,
+					  ERRCODE_NULL_VALUE_NOT_ALLOWED);
 		return;
 	}
 	if (a->c.has_sys)
@@ -811,7 +901,8 @@ classify_row(Datum *values, bool *nulls, TupleDesc desc, void *arg)
 		sysseq = values[a->c.ndata + 4];
 		if (fold_sys_is_null(&a->c, sysseq, nulls[a->c.ndata + 4]))
 		{
-			invalid_event(cs, lsn, DatumGetInt64(values[a->c.ndata + 2]), false, true);
+			invalid_event(cs, lsn, DatumGetInt64(values[a->c.ndata + 2]), "a null system sequence",
+						  true, ERRCODE_NULL_VALUE_NOT_ALLOWED);
 			return;
 		}
 	}
@@ -837,15 +928,19 @@ classify_row(Datum *values, bool *nulls, TupleDesc desc, void *arg)
 		for (i = 0; i < a->c.nkeys; i++)
 			if (nulls[a->c.keyidx[i]])
 			{
-				invalid_event(cs, lsn, DatumGetInt64(values[a->c.ndata + 2]), true, false);
+				invalid_event(cs, lsn, DatumGetInt64(values[a->c.ndata + 2]), "a null key column",
+							  false, ERRCODE_NULL_VALUE_NOT_ALLOWED);
 				return;
 			}
+	if (kind == EVENT_UPSERT && a->has_ctu &&
+		!check_written(cs, values, nulls, desc->natts - 1, lsn, &wlist))
+		return;
 	if (kind != EVENT_TRUNCATE && a->keyhash != NULL)
 	{
-		keyhash_event(cs, values, nulls, lsn, kind, sysseq);
+		keyhash_event(cs, values, nulls, lsn, kind, sysseq, wlist);
 		return;
 	}
-	put_state_row(a, cs->events, values, nulls, values[a->c.ndata], lsn,
+	put_state_row(a, cs->events, values, nulls, wlist, values[a->c.ndata], lsn,
 				  DatumGetInt64(values[a->c.ndata + 2]), kind, sysseq);
 }
 
@@ -906,6 +1001,8 @@ classify_sql(ApplyCtx *a)
 	if (a->c.has_sys)
 		appendStringInfo(&sql, ", (%s)::%s", f->system_sequence_by,
 						 format_type_be_qualified(f->sysseq_type));
+	if (a->has_ctu)
+		appendStringInfo(&sql, ", s.%s::pg_catalog.text[]", quote_identifier(f->columns_to_update));
 	appendStringInfo(&sql, " FROM autocdc_internal._batch(NULL::%s) AS s(",
 					 format_type_be_qualified(get_rel_type_id(f->source)));
 	/* the batch's columns (run.c: new_batch) */
@@ -1007,9 +1104,12 @@ load_state_truncates(ApplyCtx *a, List **truncs)
 	}
 }
 
-/* Form a state row from data values (in data order) and bookkeeping. */
+/*
+ * Form a state row from data values (in data order) and bookkeeping; wlist:
+ * the columns an upsert writes (text[]), or 0.
+ */
 static HeapTuple
-form_state_tuple(ApplyCtx *a, Datum *dvals, bool *dnulls,
+form_state_tuple(ApplyCtx *a, Datum *dvals, bool *dnulls, Datum wlist,
 				 Datum seq, XLogRecPtr lsn, int64 ord, char kind, Datum sysseq)
 {
 	Datum	   *values = palloc(sizeof(Datum) * a->sdesc->natts);
@@ -1039,6 +1139,11 @@ form_state_tuple(ApplyCtx *a, Datum *dvals, bool *dnulls,
 		values[a->bksys] = sysseq;
 		nulls[a->bksys] = !a->c.has_sys;
 	}
+	if (a->bkwritten >= 0)
+	{
+		values[a->bkwritten] = wlist;
+		nulls[a->bkwritten] = wlist == (Datum) 0;
+	}
 	tup = heap_form_tuple(a->sdesc, values, nulls);
 	pfree(values);
 	pfree(nulls);
@@ -1047,10 +1152,10 @@ form_state_tuple(ApplyCtx *a, Datum *dvals, bool *dnulls,
 
 /* Form a state row (data values in data order) into a tuplestore. */
 static void
-put_state_row(ApplyCtx *a, Tuplestorestate *ts, Datum *dvals, bool *dnulls,
+put_state_row(ApplyCtx *a, Tuplestorestate *ts, Datum *dvals, bool *dnulls, Datum wlist,
 			  Datum seq, XLogRecPtr lsn, int64 ord, char kind, Datum sysseq)
 {
-	HeapTuple	tup = form_state_tuple(a, dvals, dnulls, seq, lsn, ord, kind, sysseq);
+	HeapTuple	tup = form_state_tuple(a, dvals, dnulls, wlist, seq, lsn, ord, kind, sysseq);
 
 	tuplestore_puttuple(ts, tup);
 	heap_freetuple(tup);
@@ -1068,7 +1173,8 @@ keep_event(ApplyCtx *a, Ev *e)
 	if (e->tup)
 		tuplestore_puttuple(a->sins, e->tup);
 	else
-		put_state_row(a, a->sins, e->vals, e->nulls, e->seq, e->lsn, e->ord, e->kind, e->sysseq);
+		put_state_row(a, a->sins, e->vals, e->nulls, e->wlist, e->seq, e->lsn, e->ord, e->kind,
+					  e->sysseq);
 	a->nsins++;
 }
 
@@ -1257,6 +1363,12 @@ read_row(ApplyCtx *a, HeapTuple tup, TupleDesc desc)
 	}
 	if (a->c.has_sys)
 		e->sysseq = values[base + EVENT_NEXTRA + a->kind->nperiods];
+	if (a->bkwritten >= 0 && !nulls[natts - 2])
+	{
+		/* the columns an upsert writes come last before __grp */
+		e->wlist = values[natts - 2];
+		e->written = written_columns(a, e->wlist);
+	}
 	return e;
 }
 
@@ -1404,6 +1516,11 @@ event_from_state(ApplyCtx *a, HeapTuple tup)
 	e->kind = DatumGetChar(values[a->bk[STATE_KIND]]);
 	if (a->c.has_sys)
 		e->sysseq = values[a->bksys];
+	if (a->bkwritten >= 0 && !nulls[a->bkwritten])
+	{
+		e->wlist = values[a->bkwritten];
+		e->written = written_columns(a, e->wlist);
+	}
 	return e;
 }
 
@@ -1738,6 +1855,10 @@ stream_sql(ApplyCtx *a, FlowDef *flow, bool everykey)
 	const char *evsys = a->c.has_sys ? ", x." STATE_SYSSEQ_NAME : "";
 	int			i;
 
+	/* then the columns an upsert writes, where the hidden state has them */
+	if (a->bkwritten >= 0)
+		evsys = psprintf("%s, x.%s", evsys, STATE_WRITTEN_NAME);
+
 	a->njoinkeys = -1;
 	filter = everykey ? "" : touched_keys_join(a);
 	initStringInfo(&periods);
@@ -1750,6 +1871,8 @@ stream_sql(ApplyCtx *a, FlowDef *flow, bool everykey)
 	/* then the events' system sequence (bitemporal) */
 	if (a->c.has_sys)
 		appendStringInfo(&periods, ", NULL::%s", format_type_be_qualified(flow->sysseq_type));
+	if (a->bkwritten >= 0)
+		appendStringInfoString(&periods, ", NULL::pg_catalog.text[]");
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
 					 "SELECT %d AS __src, x.ctid AS __tid, %s, NULL::%s, NULL::pg_catalog.pg_lsn, "

@@ -76,6 +76,7 @@ typedef struct Definition
 	List	   *track;
 	List	   *inulist;		/* ignore_null_updates_column_list */
 	List	   *inuexcept;		/* ignore_null_updates_except_column_list */
+	char	   *ctucol;			/* columns_to_update: the source column */
 	/* expressions */
 	ExprInfo   *seq;
 	ExprInfo   *del;
@@ -655,10 +656,24 @@ def_partial(Definition *d)
 				 errmsg("%s is not supported for bitemporal flows", given[0]),
 				 errhint("Use ignore_null_updates, or store the flow as SCD type 1 or 2.")));
 	if (s->columns_to_update)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("columns_to_update is not supported yet"),
-				 errhint("Use ignore_null_updates_column_list or ignore_null_updates_except_column_list.")));
+	{
+		ColInfo    *c;
+
+		d->ctucol = parse_identifier(s->columns_to_update, "column");
+		c = find_column(d->srccols, d->ctucol);
+		if (c == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("column \"%s\" does not exist in source \"%s\"", d->ctucol, d->srcname),
+					 errhint("columns_to_update names a column of the source (text[] or name[]) that lists, per upsert, the columns it writes.")));
+		if (c->typid != TEXTARRAYOID && c->typid != NAMEARRAYOID)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("columns_to_update column \"%s\" of source \"%s\" has type %s",
+							d->ctucol, d->srcname, format_type_be(c->typid)),
+					 errhint("It must be text[] or name[]: the names of the columns each upsert writes.")));
+		return;
+	}
 	d->inulist = parse_identifier_array(s->inu_list, "ignore null updates column");
 	d->inuexcept = parse_identifier_array(s->inu_except_list, "ignore null updates column");
 	foreach(lc, list_concat(list_copy(d->inulist), d->inuexcept))
@@ -1222,7 +1237,7 @@ def_flowdef(Definition *d)
 	f->inu_include = d->inulist;
 	f->has_inu_except = d->spec->inu_except_list != NULL;
 	f->inu_except = d->inuexcept;
-	f->columns_to_update = d->spec->columns_to_update ? pstrdup(d->spec->columns_to_update) : NULL;
+	f->columns_to_update = d->ctucol;
 	f->continuous = d->spec->continuous;
 	f->tombstone_retention = d->spec->tombstone_retention ? pstrdup(d->spec->tombstone_retention) : NULL;
 	return f;
@@ -1257,6 +1272,8 @@ define_from(FlowSpec *spec)
 	def_sequence_type(&d);
 	def_target(&d);
 	def_record_target(&d);
+	if (d.ctucol)
+		storage_state_add_written(d.tdef.id);
 	if (!d.reads_once)
 	{
 		warn_shared_truncates(&d);

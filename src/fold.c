@@ -202,3 +202,18 @@ fold_mark_ties(FoldCols *c, Ev **evs, int n)
 			}
 	}
 }
+
+/*
+ * Does upsert e write data column j?  Keys always; with a list of the
+ * columns it writes, those; otherwise every column but a NULL in one that
+ * ignores NULLs.
+ */
+bool
+fold_writes(FoldCols *c, Ev *e, int j)
+{
+	if (c->is_key[j])
+		return true;
+	if (e->written)
+		return e->written[j];
+	return !(c->skipnull[j] && e->nulls[j]);
+}

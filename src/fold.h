@@ -74,6 +74,11 @@ typedef struct Ev
 								 * sequence */
 	Datum	   *vals;			/* data columns */
 	bool	   *nulls;
+	bool	   *written;		/* upserts with a list of the columns they
+								 * write (columns_to_update): per data column;
+								 * NULL: the flow's NULL rule decides */
+	Datum		wlist;			/* that list as stored (text[]) for the hidden
+								 * state, or 0 */
 	bool		dead;			/* a tie loser */
 	HeapTuple	tup;			/* a new event's state row, when formed */
 } Ev;
@@ -101,5 +106,6 @@ extern int	fold_sys_compare(FoldCols *c, Datum x, Datum y);
 extern bool fold_period_equal(FoldCols *c, int p, Datum x, bool xnull, Datum y, bool ynull);
 extern Datum fold_period_copy(FoldCols *c, int p, Datum x);
 extern void fold_mark_ties(FoldCols *c, Ev **evs, int n);
+extern bool fold_writes(FoldCols *c, Ev *e, int j);
 
 #endif							/* AUTOCDC_FOLD_H */

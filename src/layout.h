@@ -92,6 +92,11 @@ extern const StateColumnDef state_columns[STATE_NCOLUMNS];
 #define STATE_AT_NAME "__autocdc_at"
 /* bitemporal targets' state only: the event's system sequence (its type) */
 #define STATE_SYSSEQ_NAME "__autocdc_sysseq"
+/*
+ * targets of a flow with columns_to_update only: the columns an upsert of
+ * such a flow writes (text[]; NULL: every column, as the flow's rule says)
+ */
+#define STATE_WRITTEN_NAME "__autocdc_written"
 #define STATE_COLUMN_PREFIX "__autocdc_"
 
 /* kinds of events (STATE_KIND) */

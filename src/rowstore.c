@@ -94,14 +94,15 @@ store_qualified(int flow_id)
 }
 
 /*
- * Does a changes() flow read a column of its source: one it selects, or one
+ * Does a changes() flow read a column of its source: one it selects, one
  * its delete and truncate conditions use (its sequence reads only
- * pseudo-columns)?
+ * pseudo-columns), or its columns_to_update?
  */
 bool
 rowstore_column_read(FlowDef *flow, const char *name)
 {
-	return name_in_list(flow->columns, name) || name_in_list(flow->run.expr_columns, name);
+	return name_in_list(flow->columns, name) || name_in_list(flow->run.expr_columns, name) ||
+		(flow->columns_to_update && strcmp(flow->columns_to_update, name) == 0);
 }
 
 /* The store's layout: the flow's keys, and the varlena columns it reads. */

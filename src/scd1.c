@@ -4,8 +4,8 @@
  *		SCD type 1 storage: one row per present key, no bookkeeping columns
  *		(rule: a key is present iff its last event, truncates
  *		counting, is an upsert; its columns are that upsert's, or with
- *		ignore_null_updates (or a column list of it) the last value each
- *		column's upserts wrote since the key's last delete).
+ *		ignore_null_updates, a column list of it or columns_to_update the
+ *		last value each column's upserts wrote since the key's last delete).
  *
  *-------------------------------------------------------------------------
  */
@@ -53,7 +53,7 @@ scd1_fold(FoldCols *c, Ev **evs, int n, OutRow **outp, Ev **last)
 		{
 			for (j = 0; j < c->ndata; j++)
 			{
-				if (c->skipnull[j] && e->nulls[j])
+				if (!fold_writes(c, e, j))
 					continue;
 				vals[j] = e->vals[j];
 				nulls[j] = e->nulls[j];

@@ -5,9 +5,9 @@
  *		the sequence's type.  Walking a key's events with an open version:
  *		an upsert whose tracked columns equal the open version's keeps its
  *		start and takes the new values; one that differs closes it and opens
- *		another; a delete closes it.  With ignore_null_updates (or a column
- *		list of it) an upsert's NULLs in columns that ignore them are first
- *		filled from the open version.
+ *		another; a delete closes it.  With ignore_null_updates, a column
+ *		list of it or columns_to_update, the columns an upsert does not write
+ *		are first filled from the open version.
  *
  *-------------------------------------------------------------------------
  */
@@ -81,10 +81,11 @@ scd2_fold(FoldCols *c, Ev **evs, int n, OutRow **outp, Ev **last)
 			{
 				vals[j] = e->vals[j];
 				nulls[j] = e->nulls[j];
-				if (c->skipnull[j] && nulls[j] && isopen)
+				if (!fold_writes(c, e, j))
 				{
-					vals[j] = open.vals[j];
-					nulls[j] = open.nulls[j];
+					/* not written: the open version's value, or NULL */
+					vals[j] = isopen ? open.vals[j] : (Datum) 0;
+					nulls[j] = isopen ? open.nulls[j] : true;
 				}
 			}
 			if (isopen)

@@ -119,8 +119,7 @@ run_create_flow(AutocdcStmt *s)
 			spec.inu_list = (ArrayType *) DatumGetPointer(text_array(s->inu_list, &isnull));
 		if (s->has_inu_except)
 			spec.inu_except_list = (ArrayType *) DatumGetPointer(text_array(s->inu_except_list, &isnull));
-		spec.columns_to_update = s->columns_to_update ?
-			parse_identifier(s->columns_to_update, "column") : NULL;
+		spec.columns_to_update = s->columns_to_update;
 		(void) define_flow(&spec);
 	}
 	SPI_finish();

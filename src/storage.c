@@ -364,6 +364,27 @@ storage_create_state(int target_id, Oid target, Oid seqtype, Oid sysseqtype, Lis
 }
 
 /*
+ * Give a target's hidden state the column that keeps the columns each
+ * upsert writes (a flow with columns_to_update), if it has none yet: it is
+ * nullable, so the events already there write as their flows' rules say.
+ */
+void
+storage_state_add_written(int target_id)
+{
+	Oid			saved_uid;
+	int			saved_sec;
+
+	if (get_attnum(storage_state_relid(target_id), STATE_WRITTEN_NAME) != InvalidAttrNumber)
+		return;
+	become_superuser(&saved_uid, &saved_sec);
+	spi_exec(psprintf("ALTER TABLE %s ADD COLUMN %s pg_catalog.text[]",
+					  quote_qualified_identifier(AUTOCDC_STATE_SCHEMA, storage_state_name(target_id)),
+					  STATE_WRITTEN_NAME),
+			 SPI_OK_UTILITY);
+	restore_user(saved_uid, saved_sec);
+}
+
+/*
  * Does an existing target fit a flow of this kind (of the caller's, over
  * source srcname)?  A column has its source column's type, or that type
  * with domains flattened; none carries another role's code.  Error if not.

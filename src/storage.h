@@ -22,6 +22,7 @@ extern Oid	storage_create_target(const char *schema, const char *name, const cha
 								  List *srccols, List *selected, const StorageKind *kind,
 								  List *keys, Oid seqtype, Oid sysseqtype, char **rangetypname);
 extern Oid	storage_period_range(Oid target, Oid *rangefn, bool *ended_only);
+extern void storage_state_add_written(int target_id);
 extern void storage_create_state(int target_id, Oid target, Oid seqtype, Oid sysseqtype,
 								 List *keys);
 extern void storage_check_target(Oid target, const char *name, const char *srcname,

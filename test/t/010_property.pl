@@ -15,7 +15,9 @@
 # the listed columns ignore NULLs) or a random except list (all but the
 # listed ones do): an upsert writes what it does not ignore, the others keep
 # the value the last upsert that wrote them left (SCD 1) or are filled from
-# the version open at that point (SCD 2).
+# the version open at that point (SCD 2); and columns_to_update: each upsert
+# carries a random list (text[] or name[], maybe empty) of the columns it
+# writes, NULL values included.
 # Every run_flow must also report num_events = the rows inserted since the
 # previous run (so a second run right after the last one reports 0).
 #
@@ -28,7 +30,7 @@
 # Run just this file (as the postgres OS user, from a copy of the repository,
 # extension installed):
 #     make installcheck REGRESS= PROVE_TESTS=test/t/010_property.pl
-# Run thousands of streams (the count is per mode; there are 10 modes), or
+# Run thousands of streams (the count is per mode; there are 12 modes), or
 # another seed:
 #     AUTOCDC_PROPERTY_STREAMS=2000 AUTOCDC_PROPERTY_SEED=7 \
 #         make installcheck REGRESS= PROVE_TESTS=test/t/010_property.pl
@@ -58,8 +60,9 @@ die "AUTOCDC_PROPERTY_STREAMS must be a positive integer"
 srand($seed);
 note "seed $seed, $streams_per_mode streams per mode";
 
-# Data columns of the feed (besides k, op, seq).  Target columns: k, a, b, c
-# (+ __start_at, __end_at for SCD 2).
+# Data columns of the feed (besides k, op, seq, upd: the columns an upsert
+# writes under columns_to_update).  Target columns: k, a, b, c (+ __start_at,
+# __end_at for SCD 2).
 my @COLS = qw(a b c);
 
 ############################################################################
@@ -105,6 +108,7 @@ sub key_events
 			$at_seq{ $e->{seq} } = {
 				kind => $kind,
 				seq  => $e->{seq},
+				upd  => $e->{upd},
 				vals => { map { $_ => $e->{$_} } @COLS } };
 		}
 	}
@@ -112,10 +116,12 @@ sub key_events
 }
 
 # Does an upsert write column $c?  $skip: the columns whose NULLs are not
-# written (undef or empty: every column is written).
+# written (undef or empty: every column is written), or { __ctu => 1 }: the
+# columns its list names.
 sub writes
 {
 	my ($skip, $e, $c) = @_;
+	return scalar grep { $_ eq $c } @{ $e->{upd} } if $skip && $skip->{__ctu};
 	return !($skip && $skip->{$c} && !defined $e->{vals}{$c});
 }
 
@@ -125,6 +131,7 @@ sub skip_of
 {
 	my ($mode, $list) = @_;
 	return { map { $_ => 1 } @COLS } if $mode->{ignore};
+	return { __ctu => 1 } if ($mode->{partial} // '') eq 'ctu';
 	return { map { $_ => 1 } @$list } if ($mode->{partial} // '') eq 'list';
 	if (($mode->{partial} // '') eq 'except')
 	{
@@ -302,6 +309,8 @@ sub gen_stream
 	{
 		my $r = rand;
 		my %e = (seq => 1 + int rand $maxseq, map { $_ => $val->($_) } @COLS);
+		# the columns an upsert writes (columns_to_update): any subset
+		$e{upd} = [ grep { rand() < 0.5 } @COLS ];
 		if ($r < $p_trunc)
 		{
 			# the truncate's key and values are ignored: mostly NULL, sometimes not
@@ -310,6 +319,7 @@ sub gen_stream
 		elsif ($r < $p_trunc + $p_del)
 		{
 			%e = (%e, op => 'D', k => 1 + int rand $nkeys);
+			delete $e{upd} if rand() < 0.5;    # a delete's list does not matter
 		}
 		else
 		{
@@ -362,7 +372,8 @@ sub sql_row
 	  . join(', ',
 		defined $e->{k} ? $e->{k} : 'NULL',
 		(map { sql_lit($e->{$_}) } @COLS),
-		sql_lit($e->{op}), $e->{seq})
+		sql_lit($e->{op}), $e->{seq},
+		defined $e->{upd} ? "'{" . join(',', @{ $e->{upd} }) . "}'" : 'NULL')
 	  . ')';
 }
 
@@ -378,6 +389,8 @@ my @MODES = (
 	{ name => 'scd2_ignore_nulls_on',        scd => 2, ignore => 0, partial => 'list' },
 	{ name => 'scd2_subset_ignore_nulls_except', scd => 2, ignore => 0, partial => 'except',
 	  subset => 1 },
+	{ name => 'scd1_columns_to_update',       scd => 1, ignore => 0, partial => 'ctu' },
+	{ name => 'scd2_subset_columns_to_update', scd => 2, ignore => 0, partial => 'ctu', subset => 1 },
 );
 
 # The SQL script of one stream: fresh feed and flow, an empty first run, then
@@ -394,7 +407,7 @@ sub stream_sql
 		"ignore_null_updates => " . ($mode->{ignore} ? 'true' : 'false'),
 		q{apply_as_deletes => $$op = 'D'$$},
 		q{apply_as_truncates => $$op = 'T'$$},
-		"except_column_list => '{op,seq}'",
+		"except_column_list => '{op,seq,upd}'",
 		"stored_as_scd_type => '$mode->{scd}'",
 		"name => '$flow'",
 		"continuous => " . ($worker ? 'true' : 'false'));
@@ -404,9 +417,12 @@ sub stream_sql
 	  if ($mode->{partial} // '') eq 'list';
 	push @opts, "ignore_null_updates_except_column_list => '{" . join(',', @$list) . "}'"
 	  if ($mode->{partial} // '') eq 'except';
+	push @opts, "columns_to_update => 'upd'" if ($mode->{partial} // '') eq 'ctu';
+	# the list's type: text[] or name[]
+	my $updtype = rand() < 0.5 ? 'text[]' : 'name[]';
 	my $run = "SELECT 'RUN:' || num_events FROM autocdc.run_flow('$flow');\n";
 	my $sql =
-	    "CREATE TABLE $feed (k int, a text, b text, c text, op text, seq int);\n"
+	    "CREATE TABLE $feed (k int, a text, b text, c text, op text, seq int, upd $updtype);\n"
 	  . "SELECT 'FLOW:' || autocdc.create_flow('$target', '$feed', '{k}',\n    "
 	  . join(",\n    ", @opts) . ");\n"
 	  . $run;
@@ -444,8 +460,9 @@ sub describe_events
 	my $i = 0;
 	return join("\n",
 		map {
-			sprintf("  #%-2d k=%-4s a=%-4s b=%-4s c=%-4s op=%-4s seq=%d",
-				$i++, map({ $_ // 'NULL' } @$_{qw(k a b c op)}), $_->{seq})
+			sprintf("  #%-2d k=%-4s a=%-4s b=%-4s c=%-4s op=%-4s seq=%d upd=%s",
+				$i++, map({ $_ // 'NULL' } @$_{qw(k a b c op)}), $_->{seq},
+				defined $_->{upd} ? '{' . join(',', @{ $_->{upd} }) . '}' : 'NULL')
 		} @$events);
 }
 
