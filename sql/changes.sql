@@ -657,7 +657,23 @@ ROLLBACK;
 -- a kind's wrapper is a word in any case, spaced from its parenthesis
 SELECT c_show($$SELECT autocdc.create_flow(target => 'c_y', source => ' CHANGES ( c_prod ) ', keys => '{id}')$$);
 SELECT source_kind, source, sequence_by FROM autocdc.flow WHERE name = 'c_y';
+-- columns_to_update over changes(): the list is a column of the table, read
+-- like the columns the flow selects; an out-of-line list that an UPDATE
+-- leaves unchanged comes from the row store
+CREATE TABLE c_ctu (id int PRIMARY KEY, a text, b text, upd text[]);
+ALTER TABLE c_ctu ALTER COLUMN upd SET STORAGE EXTERNAL;
+INSERT INTO c_ctu VALUES (1, 'a1', 'b1', '{a,b}'), (2, 'a1', 'b1', array_fill('a'::text, ARRAY[1500]));
+SELECT autocdc.create_flow(target => 'c_ctu_t', source => 'changes(c_ctu)', keys => '{id}',
+	except_column_list => '{upd}', columns_to_update => 'upd', continuous => false);
+SELECT c_run('c_ctu_t') AS events;
+-- 1 (a1, b1); 2 (a1, null): its list names a only
+SELECT * FROM c_ctu_t ORDER BY id;
+UPDATE c_ctu SET a = NULL, b = 'b2', upd = '{b}' WHERE id = 1;
+UPDATE c_ctu SET a = 'a2', b = 'b2' WHERE id = 2;
+SELECT c_run('c_ctu_t') AS events, c_store('c_ctu_t') AS store;
+-- 1 (a1, b2); 2 (a2, null)
+SELECT * FROM c_ctu_t ORDER BY id;
 SELECT autocdc.drop_flow(name, drop_target => true) FROM autocdc.flow
- WHERE name IN ('c_copy', 'c_hist', 'c_doc_copy', 'c_stmt_t', 'c_y') ORDER BY name;
-DROP TABLE c_prod, c_a, c_doc, c_nokey, c_defer, c_wide, c_clash, c_part, c_unlogged, c_stmt_t;
+ WHERE name IN ('c_copy', 'c_hist', 'c_doc_copy', 'c_stmt_t', 'c_y', 'c_ctu_t') ORDER BY name;
+DROP TABLE c_prod, c_a, c_doc, c_nokey, c_defer, c_wide, c_clash, c_part, c_unlogged, c_stmt_t, c_ctu;
 DROP FUNCTION c_show(text), c_run(text), c_big(int), c_store(text);
