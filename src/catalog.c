@@ -292,6 +292,9 @@ typedef enum FlowColumn
 	FC_KEEPS_STATE,
 	FC_SYSTEM_SEQUENCE_BY,
 	FC_SYSSEQ_TYPE,
+	FC_SOURCE_QUERY,
+	FC_VERSION_QUERY,
+	FC_VERSION_TYPE,
 	FC_NCOLUMNS
 } FlowColumn;
 
@@ -340,6 +343,9 @@ static const char *const flow_columns[FC_NCOLUMNS] = {
 	[FC_KEEPS_STATE] = "t.keeps_state IS DISTINCT FROM false",
 	[FC_SYSTEM_SEQUENCE_BY] = "f.system_sequence_by",
 	[FC_SYSSEQ_TYPE] = "t.sysseq_type::pg_catalog.oid",
+	[FC_SOURCE_QUERY] = "f.source_query",
+	[FC_VERSION_QUERY] = "f.version_query",
+	[FC_VERSION_TYPE] = "f.version_type::pg_catalog.regtype::pg_catalog.oid",
 };
 
 /* Column c of the flow row being read (NULL: *isnull). */
@@ -433,6 +439,10 @@ flow_from_row(HeapTuple tup, TupleDesc desc)
 	f->system_sequence_by = flow_text(tup, desc, FC_SYSTEM_SEQUENCE_BY);
 	d = FLOW_GET(FC_SYSSEQ_TYPE, &isnull);
 	f->sysseq_type = isnull ? InvalidOid : DatumGetObjectId(d);
+	f->source_query = flow_text(tup, desc, FC_SOURCE_QUERY);
+	f->version_query = flow_text(tup, desc, FC_VERSION_QUERY);
+	d = FLOW_GET(FC_VERSION_TYPE, &isnull);
+	f->version_type = isnull ? InvalidOid : DatumGetObjectId(d);
 	return f;
 }
 
@@ -545,16 +555,20 @@ catalog_insert_flow(FlowDef *f)
 	arg_text(&a, f->snapshot_target);	/* $23 */
 	arg_text(&a, f->srckind->name);
 	arg_text(&a, f->system_sequence_by);	/* $25 */
+	arg_text(&a, f->source_query);
+	arg_text(&a, f->version_query);
+	arg_text(&a, OidIsValid(f->version_type) ? format_type_be_qualified(f->version_type) : NULL);
 	PG_TRY();
 	{
 		cat_exec("INSERT INTO autocdc.flow (name, owner, kind, source, source_text, target_id, keys, "
 				 "sequence_by, ignore_null_updates, apply_as_deletes, apply_as_truncates, columns, "
 				 "column_list, except_column_list, scd_type, track_columns, track_history_column_list, "
 				 "track_history_except_column_list, once, continuous, tombstone_retention, "
-				 "source_function, snapshot_target, source_kind, system_sequence_by) "
+				 "source_function, snapshot_target, source_kind, system_sequence_by, "
+				 "source_query, version_query, version_type) "
 				 "VALUES ($1, $2::pg_catalog.regrole, $3, $4::pg_catalog.regclass, $5, $6, $7, $8, $9, "
 				 "$10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21::pg_catalog.interval, $22, $23, "
-				 "$24, $25)",
+				 "$24, $25, $26, $27, $28)",
 				 &a, SPI_OK_INSERT);
 		a.n = 1;
 		cat_exec("INSERT INTO autocdc.flow_state (name) VALUES ($1)", &a, SPI_OK_INSERT);

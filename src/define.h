@@ -36,6 +36,8 @@ typedef struct FlowSpec
 	bool		continuous;
 	const char *tombstone_retention;	/* interval text, or NULL */
 	const char *source_function;	/* snapshot flows: 'f(bigint)' */
+	const char *source_query;	/* snapshot flows: a SELECT */
+	const char *version_query;	/* with source_query: the next version */
 	bool		from_statement; /* the statement form: hints in its syntax */
 } FlowSpec;
 
