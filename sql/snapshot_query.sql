@@ -209,3 +209,16 @@ SELECT autocdc.drop_flow(name, drop_target => true) FROM autocdc.flow
 RESET search_path;
 DROP SCHEMA qs CASCADE;
 DROP FUNCTION q_try(text);
+
+-- the example of docs/semantics.md §6, as written there
+CREATE TABLE price_loads (load_id bigint, sku text, price numeric);
+INSERT INTO price_loads VALUES (1, 'a', 10), (1, 'b', 20), (2, 'a', 11);
+SELECT autocdc.create_snapshot_flow('prices', keys => '{sku}', continuous => false,
+  source_query => 'SELECT sku, price FROM price_loads WHERE load_id = current_snapshot_version()',
+  version_query => 'SELECT load_id FROM price_loads
+                     WHERE load_id > coalesce(last_snapshot_version(), 0)
+                     ORDER BY load_id LIMIT 1');
+SELECT * FROM autocdc.run_flow('prices');    -- load 1, then load 2: prices = {(a, 11)}
+SELECT * FROM prices;
+SELECT autocdc.drop_flow('prices', drop_target => true);
+DROP TABLE price_loads;
