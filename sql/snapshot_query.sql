@@ -176,6 +176,10 @@ SELECT q_try($$SELECT autocdc.create_snapshot_flow('e1', keys => '{id}', source_
 SELECT q_try($$SELECT autocdc.create_snapshot_flow('e1', keys => '{id}', source_query => 'SELECT id, v FROM snaps', version_query => 'SELECT last_snapshot_version(1)')$$);
 SELECT q_try($$SELECT autocdc.last_snapshot_version()$$);
 SELECT q_try($$SELECT v FROM autocdc.current_snapshot_version() v$$);
+-- a temporary table (the worker could not read it)
+CREATE TEMP TABLE temp_people (id int);
+SELECT q_try($$SELECT autocdc.create_snapshot_flow('e1', keys => '{id}', source_query => 'SELECT id FROM people WHERE id IN (SELECT id FROM temp_people)')$$);
+DROP TABLE temp_people;
 -- a key the query does not return
 SELECT q_try($$SELECT autocdc.create_snapshot_flow('e1', keys => '{nope}', source_query => 'SELECT id FROM people')$$);
 SELECT count(*) FROM autocdc.flow WHERE name = 'e1';

@@ -16,6 +16,7 @@
 #include "access/htup_details.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -446,6 +447,25 @@ replace_version_calls(const char *sql, const char *allowed, const char *what, bo
 	return buf.data;
 }
 
+/* Query tree walker: does a query read a temporary relation? */
+static bool
+reads_temp_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, RangeTblEntry))
+	{
+		RangeTblEntry *rte = (RangeTblEntry *) node;
+
+		return rte->rtekind == RTE_RELATION &&
+			get_rel_persistence(rte->relid) == RELPERSISTENCE_TEMP;
+	}
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, reads_temp_walker, context,
+								 QTW_EXAMINE_RTES_BEFORE);
+	return expression_tree_walker(node, reads_temp_walker, context);
+}
+
 /*
  * Analyze a query (its calls replaced) with $1 of type ptype (none if
  * InvalidOid), or with $1's type inferred, check that it only reads, and
@@ -472,6 +492,11 @@ analyze_select(const char *sql, const char *what, Oid ptype, bool infer)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("the %s must only read", what),
 				 errhint("A snapshot flow's queries run read-only: remove FOR UPDATE/SHARE and data-modifying WITH queries.")));
+	if (reads_temp_walker((Node *) q, NULL))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("the %s reads a temporary table", what),
+				 errhint("The background worker cannot read another session's temporary tables; read ordinary or unlogged tables or views.")));
 	return q;
 }
 
