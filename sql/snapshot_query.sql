@@ -67,6 +67,10 @@ SELECT * FROM autocdc.run_flow('versioned');
 INSERT INTO snaps VALUES (5, 1, 'a5');
 SELECT * FROM autocdc.run_flow('versioned');
 SELECT * FROM versioned ORDER BY id;
+-- full_refresh applies every version again from the first
+SELECT * FROM autocdc.full_refresh('versioned');
+SELECT * FROM versioned ORDER BY id;
+SELECT snapshot_version FROM autocdc.flow WHERE name = 'versioned';
 
 -- both functions in FROM, with an alias and with a column name (the
 -- version's type is the version query's column's: where that is the
