@@ -632,6 +632,14 @@ snapsource_query_version(FlowDef *flow, Datum last, bool lastnull, Datum *next)
 	error_context_stack = &callback;
 	run_read_only(flow, flow->version_query, last, lastnull, SPI_OK_SELECT, 2);
 	error_context_stack = callback.previous;
+	/* a column retyped since the flow was created */
+	if (SPI_tuptable->tupdesc->natts != 1 ||
+		TupleDescAttr(SPI_tuptable->tupdesc, 0)->atttypid != vtype)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("version query of flow \"%s\" no longer returns one column of its version type %s",
+						flow->name, format_type_be(vtype)),
+				 errhint("Change the column back, or drop the flow and create it again.")));
 	if (SPI_processed == 0)
 		return false;
 	if (SPI_processed > 1)
