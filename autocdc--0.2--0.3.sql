@@ -125,7 +125,8 @@ SELECT f.name,
  WHERE pg_catalog.pg_has_role(CURRENT_USER, f.owner, 'USAGE')
 	OR pg_catalog.pg_has_role(CURRENT_USER, 'pg_read_all_stats', 'USAGE');
 
--- create_snapshot_flow(..., once): a snapshot flow applied once, then only by full_refresh
+-- create_snapshot_flow(..., source_query, version_query, once): snapshots read by
+-- queries; a snapshot flow applied once, then only by full_refresh
 DROP FUNCTION autocdc.create_snapshot_flow(text, text, text[], text, text[], text[], text, boolean, text);
 CREATE FUNCTION autocdc.create_snapshot_flow(
 	target text, source text DEFAULT NULL, keys text[] DEFAULT NULL,
@@ -134,6 +135,8 @@ CREATE FUNCTION autocdc.create_snapshot_flow(
 	track_history_except_column_list text[] DEFAULT NULL,
 	name text DEFAULT NULL, continuous boolean DEFAULT true,
 	source_function text DEFAULT NULL,
+	source_query text DEFAULT NULL,	-- instead of source: a SELECT read as each snapshot
+	version_query text DEFAULT NULL,	-- with source_query: the SELECT naming the next version
 	once boolean DEFAULT false)		-- apply what the first run finds, then never (until full_refresh)
 	RETURNS text
 	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_create_snapshot_flow';
@@ -167,3 +170,16 @@ CREATE FUNCTION autocdc.create_flow(
 	columns_to_update text DEFAULT NULL)
 	RETURNS text
 	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_create_flow';
+
+-- snapshot flows from queries (src/snapsource.c): both queries as stored
+-- (names qualified, $1 for the version), and the version's type
+ALTER TABLE autocdc.flow ADD COLUMN source_query text, ADD COLUMN version_query text,
+	ADD COLUMN version_type text;
+
+-- snapshot flows from queries: the version of a version query's flow, which
+-- autocdc passes to its queries in place of these calls; called anywhere
+-- else they only say where they may be used
+CREATE FUNCTION autocdc.last_snapshot_version() RETURNS text
+	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_last_snapshot_version';
+CREATE FUNCTION autocdc.current_snapshot_version() RETURNS text
+	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_current_snapshot_version';

@@ -115,7 +115,12 @@ CREATE TABLE autocdc.flow (
 	-- is a source column naming, per upsert, the columns it writes
 	ignore_null_updates_column_list text[],
 	ignore_null_updates_except_column_list text[],
-	columns_to_update text
+	columns_to_update text,
+	-- snapshot flows from queries (src/snapsource.c): both queries as stored
+	-- (names qualified, $1 for the version), and the version's type
+	source_query text,
+	version_query text,
+	version_type text
 );
 CREATE INDEX ON autocdc.flow (target_id);
 
@@ -248,9 +253,19 @@ CREATE FUNCTION autocdc.create_snapshot_flow(
 	track_history_except_column_list text[] DEFAULT NULL,
 	name text DEFAULT NULL, continuous boolean DEFAULT true,
 	source_function text DEFAULT NULL,
+	source_query text DEFAULT NULL,	-- instead of source: a SELECT read as each snapshot
+	version_query text DEFAULT NULL,	-- with source_query: the SELECT naming the next version
 	once boolean DEFAULT false)		-- apply what the first run finds, then never (until full_refresh)
 	RETURNS text
 	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_create_snapshot_flow';
+-- snapshot flows from queries: the version of a version query's flow, which
+-- autocdc passes to its queries in place of these calls; called anywhere
+-- else they only say where they may be used
+CREATE FUNCTION autocdc.last_snapshot_version() RETURNS text
+	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_last_snapshot_version';
+CREATE FUNCTION autocdc.current_snapshot_version() RETURNS text
+	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_current_snapshot_version';
+
 -- counts a snapshot's rows and refuses duplicate or null keys (inside the comparison query)
 CREATE FUNCTION autocdc_internal._snapshot_check(flow text, snapshot text, nrows bigint,
 	duplicate_key text, null_key boolean)

@@ -140,7 +140,7 @@ autocdc_create_flow(PG_FUNCTION_ARGS)
 /*
  * autocdc.create_snapshot_flow(target, source, keys, stored_as_scd_type,
  * track_history_column_list, track_history_except_column_list, name,
- * continuous, source_function)
+ * continuous, source_function, source_query, version_query, once)
  */
 Datum
 autocdc_create_snapshot_flow(PG_FUNCTION_ARGS)
@@ -163,7 +163,9 @@ autocdc_create_snapshot_flow(PG_FUNCTION_ARGS)
 	spec.name = ARG_TEXT(6);
 	spec.continuous = ARG_BOOL(7, true);
 	spec.source_function = ARG_TEXT(8);
-	spec.once = PG_NARGS() > 9 && ARG_BOOL(9, false);
+	spec.source_query = PG_NARGS() > 9 ? ARG_TEXT(9) : NULL;
+	spec.version_query = PG_NARGS() > 10 ? ARG_TEXT(10) : NULL;
+	spec.once = PG_NARGS() > 11 && ARG_BOOL(11, false);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	return return_name(callercxt, define_snapshot_flow(&spec));

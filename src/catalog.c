@@ -295,6 +295,9 @@ typedef enum FlowColumn
 	FC_INU_LIST,
 	FC_INU_EXCEPT,
 	FC_COLUMNS_TO_UPDATE,
+	FC_SOURCE_QUERY,
+	FC_VERSION_QUERY,
+	FC_VERSION_TYPE,
 	FC_NCOLUMNS
 } FlowColumn;
 
@@ -346,6 +349,9 @@ static const char *const flow_columns[FC_NCOLUMNS] = {
 	[FC_INU_LIST] = "f.ignore_null_updates_column_list",
 	[FC_INU_EXCEPT] = "f.ignore_null_updates_except_column_list",
 	[FC_COLUMNS_TO_UPDATE] = "f.columns_to_update",
+	[FC_SOURCE_QUERY] = "f.source_query",
+	[FC_VERSION_QUERY] = "f.version_query",
+	[FC_VERSION_TYPE] = "f.version_type::pg_catalog.regtype::pg_catalog.oid",
 };
 
 /* Column c of the flow row being read (NULL: *isnull). */
@@ -442,6 +448,10 @@ flow_from_row(HeapTuple tup, TupleDesc desc)
 	f->system_sequence_by = flow_text(tup, desc, FC_SYSTEM_SEQUENCE_BY);
 	d = FLOW_GET(FC_SYSSEQ_TYPE, &isnull);
 	f->sysseq_type = isnull ? InvalidOid : DatumGetObjectId(d);
+	f->source_query = flow_text(tup, desc, FC_SOURCE_QUERY);
+	f->version_query = flow_text(tup, desc, FC_VERSION_QUERY);
+	d = FLOW_GET(FC_VERSION_TYPE, &isnull);
+	f->version_type = isnull ? InvalidOid : DatumGetObjectId(d);
 	return f;
 }
 
@@ -557,6 +567,9 @@ catalog_insert_flow(FlowDef *f)
 	arg_idents(&a, f->inu_include, !f->has_inu_include);
 	arg_idents(&a, f->inu_except, !f->has_inu_except);
 	arg_text(&a, f->columns_to_update);
+	arg_text(&a, f->source_query);
+	arg_text(&a, f->version_query);
+	arg_text(&a, OidIsValid(f->version_type) ? format_type_be_qualified(f->version_type) : NULL);
 	PG_TRY();
 	{
 		cat_exec("INSERT INTO autocdc.flow (name, owner, kind, source, source_text, target_id, keys, "
@@ -565,10 +578,11 @@ catalog_insert_flow(FlowDef *f)
 				 "track_history_except_column_list, once, continuous, tombstone_retention, "
 				 "source_function, snapshot_target, source_kind, system_sequence_by, "
 				 "ignore_null_updates_column_list, ignore_null_updates_except_column_list, "
-				 "columns_to_update) "
+				 "columns_to_update, "
+				 "source_query, version_query, version_type) "
 				 "VALUES ($1, $2::pg_catalog.regrole, $3, $4::pg_catalog.regclass, $5, $6, $7, $8, $9, "
 				 "$10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21::pg_catalog.interval, $22, $23, "
-				 "$24, $25, $26, $27, $28)",
+				 "$24, $25, $26, $27, $28, $29, $30, $31)",
 				 &a, SPI_OK_INSERT);
 		a.n = 1;
 		cat_exec("INSERT INTO autocdc.flow_state (name) VALUES ($1)", &a, SPI_OK_INSERT);

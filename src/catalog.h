@@ -58,6 +58,9 @@ typedef struct FlowDef
 	bool		once;
 	const SourceKind *srckind;	/* what the source is (source_kind) */
 	char	   *source_function;	/* version function signature, or NULL */
+	char	   *source_query;	/* snapshot query (stored form), or NULL */
+	char	   *version_query;	/* its version query (stored form), or NULL */
+	Oid			version_type;	/* the version query's type, or InvalidOid */
 	/* target */
 	int			target_id;		/* 0: a snapshot target not created yet */
 	Oid			target;

@@ -1311,11 +1311,16 @@ define_flow(FlowSpec *spec)
 static void
 check_snapshot_options(FlowSpec *spec, const char *scd)
 {
-	if ((spec->source == NULL) == (spec->source_function == NULL))
+	if ((spec->source != NULL) + (spec->source_function != NULL) + (spec->source_query != NULL) != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("a snapshot flow needs exactly one of source and source_function"),
-				 errhint("Give a table or view as source => '...', or a version function as source_function => 'f(bigint)'.")));
+				 errmsg("a snapshot flow needs exactly one of source, source_function and source_query"),
+				 errhint("Give a table or view as source => '...', a version function as source_function => 'f(bigint)', or a SELECT as source_query => '...'.")));
+	if (spec->version_query != NULL && spec->source_query == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("version_query is only allowed with source_query"),
+				 errhint("A version query names the next version of a snapshot query; give the snapshot as source_query => '...'.")));
 	if (pg_strcasecmp(scd, "bitemporal") == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -1365,18 +1370,13 @@ define_snapshot_table(FlowSpec *spec)
 }
 
 /*
- * Define a snapshot flow over a version function (target resolved as trv,
- * InvalidOid if it does not exist yet): the first snapshot the function
- * returns creates the target.
+ * Check a snapshot flow's version function, and the caller's right to call
+ * it; return it.
  */
-static char *
-define_snapshot_function(FlowSpec *spec, const char *scd, Oid target, RangeVar *trv)
+static Oid
+check_version_function(FlowSpec *spec)
 {
 	Oid			fn = snapsource_lookup(spec->source_function);
-	FlowDef    *f = palloc0(sizeof(FlowDef));
-	int			level;
-
-	f->srckind = srckind_default();	/* stored as every snapshot flow's kind */
 
 	if (!OidIsValid(fn))
 		ereport(ERROR,
@@ -1391,6 +1391,49 @@ define_snapshot_function(FlowSpec *spec, const char *scd, Oid target, RangeVar *
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for version function %s", spec->source_function),
 				 errhint("The flow owner needs EXECUTE on the version function.")));
+	return fn;
+}
+
+/*
+ * A query's flow creates its target at once, from the query's columns (its
+ * shape is known): read it with no rows.
+ */
+static void
+define_query_target(const char *name)
+{
+	FlowDef    *flow;
+	Oid			snapshot;
+	int			level = set_safe_search_path();
+
+	CommandCounterIncrement();
+	flow = catalog_load_flow(name, false, false);
+	snapshot = snapsource_query_snapshot(flow, (Datum) 0, false);
+	define_snapshot_target(flow, snapshot,
+						   OidIsValid(flow->version_type) ? flow->version_type : TIMESTAMPTZOID);
+	snapsource_query_done();
+	AtEOXact_GUC(true, level);
+}
+
+/*
+ * Define a snapshot flow over a version function or a query (target
+ * resolved as trv, InvalidOid if it does not exist yet): the first
+ * snapshot the function returns creates the target; a query's flow creates
+ * it now.
+ */
+static char *
+define_snapshot_function(FlowSpec *spec, const char *scd, Oid target, RangeVar *trv)
+{
+	FlowDef    *f = palloc0(sizeof(FlowDef));
+	Oid			fn = InvalidOid;
+	int			level;
+
+	f->srckind = srckind_default();	/* stored as every snapshot flow's kind */
+	f->name = pstrdup(spec->name ? spec->name : trv->relname);
+	if (spec->source_query != NULL)
+		snapsource_define_queries(f->name, spec->source_query, spec->version_query,
+								  &f->source_query, &f->version_query, &f->version_type);
+	else
+		fn = check_version_function(spec);
 	f->keys = parse_identifier_array(spec->keys, "key");
 	f->track_include = parse_identifier_array(spec->track_list, "track history column");
 	f->has_track_include = spec->track_list != NULL;
@@ -1409,12 +1452,17 @@ define_snapshot_function(FlowSpec *spec, const char *scd, Oid target, RangeVar *
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for schema %s", trv->schemaname),
 				 errhint("The flow owner needs CREATE on the target's schema: its first run creates the target.")));
-	f->name = pstrdup(spec->name ? spec->name : trv->relname);
 	level = set_safe_search_path();
 	f->owner = GetUserId();
 	f->kind = FLOW_SNAPSHOT;
-	f->source_function = format_procedure_qualified(fn);
-	f->source_text = f->source_function;
+	if (spec->source_query == NULL)
+	{
+		f->source_function = format_procedure_qualified(fn);
+		f->source_text = f->source_function;
+	}
+	else
+		f->source_text = spec->version_query == NULL ? psprintf("(%s)", spec->source_query) :
+			psprintf("(%s) WITH VERSION (%s)", spec->source_query, spec->version_query);
 	f->scd = scd[0];
 	f->sequence_by = "version";
 	f->track_all = true;
@@ -1424,6 +1472,8 @@ define_snapshot_function(FlowSpec *spec, const char *scd, Oid target, RangeVar *
 	check_new_name(f->name, spec->from_statement);
 	catalog_insert_flow(f);
 	AtEOXact_GUC(true, level);
+	if (spec->source_query != NULL)
+		define_query_target(f->name);
 	return f->name;
 }
 
@@ -1452,7 +1502,7 @@ define_snapshot_flow(FlowSpec *spec)
 
 	if (spec->source != NULL)
 		return define_snapshot_table(spec);
-	/* a version function; the first snapshot it returns creates the target */
+	/* a version function or a query: a snapshot creates the target */
 	return define_snapshot_function(spec, scd, target, trv);
 }
 
@@ -1482,8 +1532,10 @@ define_snapshot_target(FlowDef *flow, Oid snapshot, Oid vtype)
 	d.srckind = srckind_default();	/* a table read whole */
 	def_kind(&d);
 	d.source = snapshot;
-	d.srcname = psprintf("%s.%s", get_namespace_name(get_rel_namespace(snapshot)),
-						 get_rel_name(snapshot));
+	/* a snapshot query's temporary table (snapsource.c) goes by its name */
+	d.srcname = isAnyTempNamespace(get_rel_namespace(snapshot)) ? get_rel_name(snapshot) :
+		psprintf("%s.%s", get_namespace_name(get_rel_namespace(snapshot)),
+				 get_rel_name(snapshot));
 	def_check_source(&d);
 	def_columns(&d);
 	/* the tracking lists the flow was created with */

@@ -39,6 +39,8 @@ typedef struct FlowSpec
 	ArrayType  *inu_except_list;	/* ignore_null_updates_except_column_list */
 	const char *columns_to_update;	/* a source column, or NULL */
 	const char *source_function;	/* snapshot flows: 'f(bigint)' */
+	const char *source_query;	/* snapshot flows: a SELECT */
+	const char *version_query;	/* with source_query: the next version */
 	bool		from_statement; /* the statement form: hints in its syntax */
 } FlowSpec;
 

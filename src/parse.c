@@ -610,6 +610,56 @@ parse_flow_clauses(Parser *p, AutocdcStmt *s)
 }
 
 /*
+ * A parenthesized query: the text between "(" and its matching ")",
+ * checked by PostgreSQL's parser now (a syntax error in the block wins).
+ */
+static char *
+parse_query_in_parens(Parser *p, const char *what)
+{
+	int			from;
+	int			depth = 0;
+	char	   *sql;
+	MemoryContext cxt = CurrentMemoryContext;
+
+	expect_char(p, '(', what);
+	from = p->pos;
+	while (depth > 0 || !is_char(p, p->pos, ')'))
+	{
+		if (p->toks[p->pos].code == 0)
+			syntax_error(p, p->pos, "\")\" closing the query");
+		if (is_char(p, p->pos, '('))
+			depth++;
+		else if (is_char(p, p->pos, ')'))
+			depth--;
+		p->pos++;
+	}
+	if (p->pos == from)
+		syntax_error(p, p->pos, "a query");
+	sql = span_text(p, from, p->pos);
+	p->pos++;
+	PG_TRY();
+	{
+		(void) raw_parser(sql, RAW_PARSE_DEFAULT);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		ereport(ERROR,
+				(errcode(ERRCODE_SYNTAX_ERROR),
+				 errmsg("%s", edata->message),
+				 internalerrposition(pg_mbstrlen_with_len(p->text, p->toks[from].start) +
+									 Max(edata->cursorpos, 1)),
+				 internalerrquery(p->text)));
+	}
+	PG_END_TRY();
+	return sql;
+}
+
+/*
  * CREATE FLOW name AS AUTO CDC [ONCE] INTO ..., or APPLY CHANGES INTO ...
  * (the caller consumed up to INTO).
  */
@@ -625,7 +675,17 @@ parse_flow_body(Parser *p, AutocdcStmt *s)
 	{
 		p->pos++;
 		s->snapshot = true;
-		s->source = parse_name(p, "the snapshot relation");
+		if (is_char(p, p->pos, '('))
+		{
+			s->source_query = parse_query_in_parens(p, "\"(\" and the snapshot query");
+			if (is_word(p, p->pos, "with") && is_word(p, p->pos + 1, "version"))
+			{
+				p->pos += 2;
+				s->version_query = parse_query_in_parens(p, "\"(\" and the version query after WITH VERSION");
+			}
+		}
+		else
+			s->source = parse_name(p, "the snapshot relation or (query)");
 		expect_word(p, "keys", "KEYS");
 		s->keys = parse_column_list(p, false);
 		if (is_word(p, p->pos, "stored") && is_word(p, p->pos + 1, "as"))

@@ -28,6 +28,8 @@ typedef struct AutocdcStmt
 	char	   *target;
 	char	   *source;
 	bool		snapshot;		/* FROM SNAPSHOT */
+	char	   *source_query;	/* FROM SNAPSHOT ( query ) */
+	char	   *version_query;	/* WITH VERSION ( query ) */
 	const SourceKind *srckind;	/* FROM kind(...) (srckind.h), or NULL:
 								 * a table */
 	bool		once;

@@ -3,9 +3,11 @@
  * snaprun.c
  *		Runs of snapshot flows (use-case layer): take the next snapshot(s) -
  *		the table or view itself, versioned by the run's transaction time,
- *		or each relation a version function hands out in ascending version -
- *		and apply each one's differences from the target (compare.c).  The
- *		first snapshot of a version-function flow creates its target.
+ *		each relation a version function hands out in ascending version, or
+ *		a snapshot query read into a temporary table (at the transaction
+ *		time, or at each version its version query names) - and apply each
+ *		one's differences from the target (compare.c).  The first snapshot
+ *		of a version-function flow creates its target.
  *
  * A snapshot flow is the only flow into its target: the comparison takes
  * the target's current rows to be the previous snapshot.  The last applied
@@ -67,6 +69,95 @@ apply_snapshot(FlowDef *flow, Oid rel, Oid vtype, Datum version, RunMetrics *m)
 }
 
 /*
+ * Apply what a version function hands out, call after call, in ascending
+ * version; returns the number of snapshots applied.
+ */
+static int
+run_function_versions(FlowDef *flow, RunMetrics *m)
+{
+	Oid			vtype;
+	Oid			fn = snapsource_resolve(flow, &vtype);
+	bool		lastnull = (flow->snapshot_version == NULL);
+	Datum		last = lastnull ? (Datum) 0 : snapsource_version_datum(vtype, flow->snapshot_version);
+	int			applied = 0;
+
+	for (;;)
+	{
+		List	   *rows;
+		ListCell   *lc;
+
+		CHECK_FOR_INTERRUPTS();
+		rows = snapsource_call(flow, fn, vtype, last, lastnull);
+		if (rows == NIL)
+			break;
+		foreach(lc, rows)
+		{
+			SnapVersion *sv = lfirst(lc);
+
+			if (!lastnull && snapsource_version_compare(vtype, sv->version, last) <= 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_EXCEPTION),
+						 errmsg("version function %s of flow \"%s\" returned version %s, which is not greater than the last applied version %s",
+								flow->source_function, flow->name,
+								snapsource_version_text(vtype, sv->version), snapsource_version_text(vtype, last)),
+						 errhint("Return only versions greater than the function's argument (each once), and no rows when there is nothing new.")));
+			if (get_rel_name(sv->rel) == NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_TABLE),
+						 errmsg("version function %s of flow \"%s\" returned a snapshot relation that does not exist",
+								flow->source_function, flow->name),
+						 errhint("Return only snapshots that exist, as regclass values.")));
+			if (flow->target_id == 0)
+				define_snapshot_target(flow, sv->rel, vtype);
+			apply_snapshot(flow, sv->rel, vtype, sv->version, m);
+			applied++;
+			last = sv->version;
+			lastnull = false;
+		}
+	}
+	return applied;
+}
+
+/*
+ * Apply a snapshot query's snapshots: without a version query, one at the
+ * run's transaction time (as a table's); with one, each version it names,
+ * asked again after each, read by the snapshot query with that version.
+ * Returns the number of snapshots applied.
+ */
+static int
+run_query_versions(FlowDef *flow, RunMetrics *m)
+{
+	Oid			vtype = OidIsValid(flow->version_type) ? flow->version_type : TIMESTAMPTZOID;
+	bool		lastnull = (flow->snapshot_version == NULL);
+	Datum		last = lastnull ? (Datum) 0 : snapsource_version_datum(vtype, flow->snapshot_version);
+	Datum		next;
+	int			applied = 0;
+
+	for (;;)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (flow->version_query != NULL)
+		{
+			if (!snapsource_query_version(flow, last, lastnull, &next))
+				break;
+		}
+		else
+		{
+			next = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+			if (applied > 0 ||
+				(!lastnull && snapsource_version_compare(vtype, next, last) <= 0))
+				break;
+		}
+		apply_snapshot(flow, snapsource_query_snapshot(flow, next, true), vtype, next, m);
+		snapsource_query_done();
+		applied++;
+		last = next;
+		lastnull = false;
+	}
+	return applied;
+}
+
+/*
  * One run; returns the number of snapshots applied.  A once flow applies
  * what is available at its first run (or at a refresh), then nothing: it
  * is done.
@@ -85,7 +176,9 @@ snap_run_versions(FlowDef *flow, RunMetrics *m, bool refresh)
 	run_advertise(flow);		/* autocdc.flows shows 'running' */
 	if (flow->once && flow->once_done && !refresh)
 		return 0;
-	if (flow->source_function == NULL)
+	if (flow->source_query != NULL)
+		applied = run_query_versions(flow, m);
+	else if (flow->source_function == NULL)
 	{
 		/* a table or view, versioned by the transaction's start time */
 		Datum		now = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
@@ -99,47 +192,7 @@ snap_run_versions(FlowDef *flow, RunMetrics *m, bool refresh)
 		}
 	}
 	else
-	{
-		Oid			vtype;
-		Oid			fn = snapsource_resolve(flow, &vtype);
-		bool		lastnull = (flow->snapshot_version == NULL);
-		Datum		last = lastnull ? (Datum) 0 : snapsource_version_datum(vtype, flow->snapshot_version);
-
-		for (;;)
-		{
-			List	   *rows;
-			ListCell   *lc;
-
-			CHECK_FOR_INTERRUPTS();
-			rows = snapsource_call(flow, fn, vtype, last, lastnull);
-			if (rows == NIL)
-				break;
-			foreach(lc, rows)
-			{
-				SnapVersion *sv = lfirst(lc);
-
-				if (!lastnull && snapsource_version_compare(vtype, sv->version, last) <= 0)
-					ereport(ERROR,
-							(errcode(ERRCODE_DATA_EXCEPTION),
-							 errmsg("version function %s of flow \"%s\" returned version %s, which is not greater than the last applied version %s",
-									flow->source_function, flow->name,
-									snapsource_version_text(vtype, sv->version), snapsource_version_text(vtype, last)),
-							 errhint("Return only versions greater than the function's argument (each once), and no rows when there is nothing new.")));
-				if (get_rel_name(sv->rel) == NULL)
-					ereport(ERROR,
-							(errcode(ERRCODE_UNDEFINED_TABLE),
-							 errmsg("version function %s of flow \"%s\" returned a snapshot relation that does not exist",
-									flow->source_function, flow->name),
-							 errhint("Return only snapshots that exist, as regclass values.")));
-				if (flow->target_id == 0)
-					define_snapshot_target(flow, sv->rel, vtype);
-				apply_snapshot(flow, sv->rel, vtype, sv->version, m);
-				applied++;
-				last = sv->version;
-				lastnull = false;
-			}
-		}
-	}
+		applied = run_function_versions(flow, m);
 	/* (the first snapshot's target creation reloaded the flow) */
 	flow->once_done = flow->once;
 	return applied;

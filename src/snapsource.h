@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * snapsource.h
- *		The source of snapshot flows (engine layer): version functions, and
- *		versions kept as text.
+ *		The source of snapshot flows (engine layer): version functions,
+ *		snapshot queries, and versions kept as text.
  *
  *-------------------------------------------------------------------------
  */
@@ -25,5 +25,11 @@ extern Oid	snapsource_lookup(const char *signature);
 extern Oid	snapsource_check_function(Oid fn, const char *what);
 extern Oid	snapsource_resolve(FlowDef *flow, Oid *vtype);
 extern List *snapsource_call(FlowDef *flow, Oid fn, Oid vtype, Datum last, bool lastnull);
+extern void snapsource_define_queries(const char *flowname, const char *source_query,
+									  const char *version_query, char **stored_source,
+									  char **stored_version, Oid *vtype);
+extern bool snapsource_query_version(FlowDef *flow, Datum last, bool lastnull, Datum *next);
+extern Oid	snapsource_query_snapshot(FlowDef *flow, Datum version, bool with_rows);
+extern void snapsource_query_done(void);
 
 #endif							/* AUTOCDC_SNAPSOURCE_H */

@@ -81,7 +81,7 @@ text_array(List *items, bool *isnull)
 /*
  * CREATE FLOW ... AS AUTO CDC INTO ...: the same FlowSpec as
  * autocdc.create_flow with these values (FROM SNAPSHOT: as
- * autocdc.create_snapshot_flow with a table or view source).
+ * autocdc.create_snapshot_flow with a table or view source, or a query).
  */
 static void
 run_create_flow(AutocdcStmt *s)
@@ -104,6 +104,8 @@ run_create_flow(AutocdcStmt *s)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	spec.once = s->once;
+	spec.source_query = s->source_query;
+	spec.version_query = s->version_query;
 	if (s->snapshot)
 		(void) define_snapshot_flow(&spec);
 	else

@@ -143,6 +143,20 @@ wait_for('app', q{SELECT count(*) = 2 FROM snap_t}, 'the worker takes a snapshot
 $node->safe_psql('app', q{UPDATE snap SET v = 'b2' WHERE k = 2; DELETE FROM snap WHERE k = 1});
 wait_for('app', q{SELECT count(*) = 3 AND count(*) FILTER (WHERE __end_at IS NULL) = 1 FROM snap_t},
 	'and later ones on its own');
+# a query's flow: the worker reads its snapshots into a temporary table of
+# its own session, each version its version query names, in order
+$node->safe_psql('app', q{
+	CREATE TABLE snapq (ver int, k int, v text);
+	INSERT INTO snapq VALUES (1, 1, 'a'), (2, 1, 'b'), (2, 2, 'c');
+	SELECT autocdc.create_snapshot_flow('snapq_t', keys => '{k}', stored_as_scd_type => '2',
+		source_query => 'SELECT k, v FROM snapq WHERE ver = current_snapshot_version()',
+		version_query => 'SELECT ver FROM snapq WHERE ver > coalesce(last_snapshot_version(), 0) ORDER BY ver LIMIT 1');
+});
+wait_for('app', q{SELECT count(*) = 3 AND count(*) FILTER (WHERE __end_at IS NULL) = 2 FROM snapq_t},
+	'the worker applies a version query\'s versions');
+$node->safe_psql('app', q{INSERT INTO snapq VALUES (3, 2, 'd')});
+wait_for('app', q{SELECT string_agg(k || v, ',' ORDER BY k) = '2d' FROM snapq_t WHERE __end_at IS NULL},
+	'and the next one on its own');
 
 # --- run_flow and the worker on one flow ------------------------------------
 # run_flow in a loop while events arrive: every event once, same result.
