@@ -242,6 +242,16 @@ SELECT * FROM autocdc.run_flow('x_p2');
 SELECT * FROM x_p ORDER BY id;
 RESET ROLE;
 
+-- REASSIGN OWNED gives the flows, and the expectations carol set, to
+-- nobody, who has not carol's privileges: the flows check them as before
+REASSIGN OWNED BY regress_x_alice, regress_x_carol TO regress_x_nobody;
+SELECT name, owner FROM autocdc.flows WHERE name IN ('x_p', 'x_p2') ORDER BY name;
+INSERT INTO x_p2_feed VALUES (3, -3, 1), (4, 4, 1);
+SET ROLE regress_x_nobody;
+SELECT * FROM autocdc.run_flow('x_p2');
+SELECT * FROM x_p ORDER BY id;
+RESET ROLE;
+
 ---------------------------------------------------------------------------
 -- removed with the target
 ---------------------------------------------------------------------------

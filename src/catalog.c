@@ -917,7 +917,7 @@ catalog_flows_of_roles(List *roleids)
 	return result_strings();
 }
 
-/* Give the flows of one role to another. */
+/* Give the flows of one role, and the expectations it set, to another. */
 void
 catalog_reassign_flows(Oid from, Oid to)
 {
@@ -926,6 +926,10 @@ catalog_reassign_flows(Oid from, Oid to)
 	arg_oid(&a, from);
 	arg_oid(&a, to);
 	cat_exec("UPDATE autocdc.flow SET owner = $2::pg_catalog.regrole "
+			 "WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
+			 &a, SPI_OK_UPDATE);
+	/* the expectations a set are b's, as a's flows' expressions are */
+	cat_exec("UPDATE autocdc.expectation SET owner = $2::pg_catalog.regrole "
 			 "WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
 			 &a, SPI_OK_UPDATE);
 }
