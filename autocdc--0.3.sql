@@ -168,7 +168,8 @@ CREATE TABLE autocdc.flow_run_log (
 	error_detail text,
 	error_hint	text,
 	error_sqlstate text,
-	error_lsn	pg_lsn			-- commit of the event the run failed on
+	error_lsn	pg_lsn,			-- commit of the event the run failed on
+	expectations jsonb			-- the run's counts per expectation: {name: {passed, failed}}
 );
 CREATE INDEX ON autocdc.flow_run_log (flow_id, id);
 
@@ -512,10 +513,51 @@ SELECT f.name,
 CREATE VIEW autocdc.flow_runs AS
 SELECT r.id, r.flow, r.started_at, r.finished_at, r.num_events, r.num_upserted_rows,
 	   r.num_deleted_rows, r.num_skipped_events, r.status, r.error, r.error_detail, r.error_hint,
-	   r.error_sqlstate, r.error_lsn
+	   r.error_sqlstate, r.error_lsn, r.expectations
   FROM autocdc.flow_run_log r
  WHERE pg_catalog.pg_has_role(CURRENT_USER, 'pg_read_all_stats', 'USAGE')
 	OR EXISTS (SELECT FROM autocdc.flow f
 				WHERE f.id = r.flow_id AND pg_catalog.pg_has_role(CURRENT_USER, f.owner, 'USAGE'));
 
 GRANT SELECT ON autocdc.flows, autocdc.flow_runs TO PUBLIC;
+
+/* ---------------------------------------------------------------- */
+/* expectations (semantics §4 "Expectations")                       */
+/* ---------------------------------------------------------------- */
+
+/*
+ * Data quality rules of a target, checked on every upsert event of every
+ * flow into it.  owner is the role that set the condition: a flow evaluates
+ * it as its own owner only if that role has the flow owner's privileges
+ * (docs/security.md).  Removed with the target's row.
+ */
+CREATE TABLE autocdc.expectation (
+	target_id	int NOT NULL REFERENCES autocdc.target (id) ON DELETE CASCADE,
+	name		text NOT NULL,
+	condition	text NOT NULL,	-- boolean over the target's data columns, schema-qualified
+	on_violation text NOT NULL CHECK (on_violation IN ('warn', 'drop', 'fail')),
+	owner		regrole NOT NULL,
+	num_passed	bigint NOT NULL DEFAULT 0,
+	num_failed	bigint NOT NULL DEFAULT 0,
+	PRIMARY KEY (target_id, name)
+);
+SELECT pg_catalog.pg_extension_config_dump('autocdc.expectation', '');
+REVOKE ALL ON autocdc.expectation FROM PUBLIC;
+
+CREATE FUNCTION autocdc.set_expectation(target regclass, name text, condition text,
+	on_violation text DEFAULT 'warn')
+	RETURNS void
+	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_set_expectation';
+CREATE FUNCTION autocdc.drop_expectation(target regclass, name text)
+	RETURNS void
+	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_drop_expectation';
+
+-- each role sees the expectations of the targets whose owner's privileges it has
+CREATE VIEW autocdc.expectations AS
+SELECT t.relid AS target, e.name, e.condition, e.on_violation, e.num_passed, e.num_failed
+  FROM autocdc.expectation e
+  JOIN autocdc.target t ON t.id = e.target_id
+  JOIN pg_catalog.pg_class c ON c.oid = t.relid
+ WHERE pg_catalog.pg_has_role(CURRENT_USER, c.relowner, 'USAGE')
+	OR pg_catalog.pg_has_role(CURRENT_USER, 'pg_read_all_stats', 'USAGE');
+GRANT SELECT ON autocdc.expectations TO PUBLIC;

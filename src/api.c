@@ -42,6 +42,8 @@ PG_FUNCTION_INFO_V1(autocdc_drop_flow);
 PG_FUNCTION_INFO_V1(autocdc_skip_events);
 PG_FUNCTION_INFO_V1(autocdc_pause_flow);
 PG_FUNCTION_INFO_V1(autocdc_resume_flow);
+PG_FUNCTION_INFO_V1(autocdc_set_expectation);
+PG_FUNCTION_INFO_V1(autocdc_drop_expectation);
 
 /* Error out on a NULL argument among the first n. */
 static void
@@ -404,5 +406,35 @@ Datum
 autocdc_resume_flow(PG_FUNCTION_ARGS)
 {
 	set_paused(fcinfo, false);
+	PG_RETURN_VOID();
+}
+
+/* autocdc.set_expectation(target, name, condition, on_violation) */
+Datum
+autocdc_set_expectation(PG_FUNCTION_ARGS)
+{
+	static const char *const required[] = {"target", "name", "condition", "on_violation"};
+
+	entry_checks("change an expectation");
+	require_args(fcinfo, 4, required, " of an expectation");
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	define_set_expectation(PG_GETARG_OID(0), ARG_TEXT(1), ARG_TEXT(2), ARG_TEXT(3));
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/* autocdc.drop_expectation(target, name) */
+Datum
+autocdc_drop_expectation(PG_FUNCTION_ARGS)
+{
+	static const char *const required[] = {"target", "name"};
+
+	entry_checks("change an expectation");
+	require_args(fcinfo, 2, required, " of an expectation");
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	define_drop_expectation(PG_GETARG_OID(0), ARG_TEXT(1));
+	SPI_finish();
 	PG_RETURN_VOID();
 }

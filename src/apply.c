@@ -661,6 +661,7 @@ typedef struct ClassifyScan
 	Datum	   *values;			/* the row being classified */
 	bool	   *nulls;
 	bool	   *tnulls;			/* a truncate's nulls */
+	int64		ndropped;		/* upserts dropped by an expectation */
 } ClassifyScan;
 
 /* full_refresh(skip_invalid => true) names this many skipped rows */
@@ -676,8 +677,10 @@ static void
 check_event_shape(ApplyCtx *a, TupleDesc desc)
 {
 	int			i;
+	int			nexp = list_length(a->flow->run.expectations);
 	int			nev = a->c.ndata + 4 + (a->c.has_sys ? 1 : 0);
-	bool		ok = desc->natts == nev + (a->has_ctu ? 1 : 0);
+	int			base = nev + (a->has_ctu ? 1 : 0);
+	bool		ok = desc->natts == base + nexp;
 
 	for (i = 0; ok && i < a->c.ndata; i++)
 		ok = TupleDescAttr(desc, i)->atttypid == a->c.dtypes[i];
@@ -687,6 +690,8 @@ check_event_shape(ApplyCtx *a, TupleDesc desc)
 		TupleDescAttr(desc, a->c.ndata + 3)->atttypid == CHAROID &&
 		(!a->c.has_sys || TupleDescAttr(desc, a->c.ndata + 4)->atttypid == a->flow->sysseq_type) &&
 		(!a->has_ctu || TupleDescAttr(desc, nev)->atttypid == TEXTARRAYOID);
+	for (i = 0; ok && i < nexp; i++)
+		ok = TupleDescAttr(desc, base + i)->atttypid == BOOLOID;
 	if (!ok)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -871,6 +876,60 @@ check_written(ClassifyScan *cs, Datum *values, bool *nulls, int idx, XLogRecPtr 
 	return true;
 }
 
+/*
+ * Count an upsert against each expectation of the target (independently of
+ * one another: NULL passes), fail the run if it violates one whose action
+ * is fail, and return whether an expectation drops it.  The expectations'
+ * values follow the classified row's own columns.
+ */
+static bool
+check_expectations(ClassifyScan *cs, Datum *values, bool *nulls, int base, XLogRecPtr lsn,
+				   int64 ord)
+{
+	FlowDef    *f = cs->a->flow;
+	Expectation *failed = NULL;
+	bool		drop = false;
+	ListCell   *lc;
+
+	foreach(lc, f->run.expectations)
+	{
+		Expectation *e = lfirst(lc);
+		int			col = base + foreach_current_index(lc);
+
+		if (nulls[col] || DatumGetBool(values[col]))
+		{
+			e->passed++;
+			continue;
+		}
+		e->failed++;
+		if (e->action == EXPECT_DROP)
+			drop = true;
+		else if (e->action == EXPECT_FAIL && failed == NULL)
+			failed = e;
+	}
+	if (failed == NULL)
+		return drop;
+	if (ORD_IS_SNAPSHOT(ord))
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("flow \"%s\": row with key %s violates expectation \"%s\" of target \"%s\"",
+						f->name, fold_key_text(&cs->a->c, values, nulls), failed->name,
+						get_rel_name(f->target)),
+				 errdetail("The row was read from the table (a first read or a full refresh), so it has no commit position that skip_events could pass."),
+				 errhint("Correct or delete the row in the source, or change the expectation's action with autocdc.set_expectation.")));
+	failures_note_lsn(lsn);
+	ereport(ERROR,
+			(errcode(ERRCODE_CHECK_VIOLATION),
+			 errmsg("flow \"%s\": event with key %s violates expectation \"%s\" of target \"%s\"",
+					f->name, fold_key_text(&cs->a->c, values, nulls), failed->name,
+					get_rel_name(f->target)),
+			 errdetail("The event's source transaction committed at LSN " COMPAT_LSN_FORMAT ".",
+					   LSN_FORMAT_ARGS(lsn)),
+			 errhint("Pass it with SELECT autocdc.skip_events(%s, '" COMPAT_LSN_FORMAT "'), or change the expectation's action with autocdc.set_expectation.",
+					 quote_literal_cstr(f->name), LSN_FORMAT_ARGS(lsn))));
+	return false;				/* keep the compiler quiet */
+}
+
 /* Validate one classified row and store it as an event. */
 static void
 classify_row(Datum *values, bool *nulls, TupleDesc desc, void *arg)
@@ -932,8 +991,16 @@ classify_row(Datum *values, bool *nulls, TupleDesc desc, void *arg)
 							  false, ERRCODE_NULL_VALUE_NOT_ALLOWED);
 				return;
 			}
+	if (kind == EVENT_UPSERT && a->flow->run.expectations != NIL &&
+		check_expectations(cs, values, nulls,
+						   a->c.ndata + 4 + (a->c.has_sys ? 1 : 0) + (a->has_ctu ? 1 : 0), lsn,
+						   DatumGetInt64(values[a->c.ndata + 2])))
+	{
+		cs->ndropped++;
+		return;
+	}
 	if (kind == EVENT_UPSERT && a->has_ctu &&
-		!check_written(cs, values, nulls, desc->natts - 1, lsn, &wlist))
+		!check_written(cs, values, nulls, a->c.ndata + 4 + (a->c.has_sys ? 1 : 0), lsn, &wlist))
 		return;
 	if (kind != EVENT_TRUNCATE && a->keyhash != NULL)
 	{
@@ -1024,6 +1091,55 @@ classify_sql(ApplyCtx *a)
 }
 
 /*
+ * The classifying query with, after its own columns, the value of each of
+ * the target's expectations over the event's data columns (named as the
+ * target's); the query itself when the target has none.
+ */
+static char *
+expect_sql(ApplyCtx *a, const char *sql)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+	int			i;
+
+	if (a->flow->run.expectations == NIL)
+		return (char *) sql;
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "SELECT e.*");
+	foreach(lc, a->flow->run.expectations)
+		appendStringInfo(&buf, ", (%s)", ((Expectation *) lfirst(lc))->condition);
+	appendStringInfo(&buf, " FROM (%s) AS e(", sql);
+	for (i = 0; i < a->c.ndata; i++)
+		appendStringInfo(&buf, "%s%s", i ? ", " : "", quote_identifier(a->c.dnames[i]));
+	appendStringInfoChar(&buf, ')');
+	return buf.data;
+}
+
+/*
+ * A warning for each expectation of action warn that upserts of this run
+ * failed (they were applied all the same).
+ */
+static void
+warn_expectations(FlowDef *flow)
+{
+	ListCell   *lc;
+
+	foreach(lc, flow->run.expectations)
+	{
+		Expectation *e = lfirst(lc);
+
+		if (e->action == EXPECT_WARN && e->failed > 0)
+			ereport(WARNING,
+					(errcode(ERRCODE_CHECK_VIOLATION),
+					 errmsg_plural("flow \"%s\": " INT64_FORMAT " event violated expectation \"%s\" of target \"%s\"",
+								   "flow \"%s\": " INT64_FORMAT " events violated expectation \"%s\" of target \"%s\"",
+								   e->failed, flow->name, e->failed, e->name,
+								   get_rel_name(flow->target)),
+					 errdetail("They were applied; autocdc.expectations and autocdc.flow_runs count them.")));
+	}
+}
+
+/*
  * Evaluate the flow's expressions over the batch (or run events_sql, whose
  * rows are classified already; planned without hash joins if no_hash),
  * validate, and store the events (state row type) in a tuplestore.
@@ -1042,7 +1158,8 @@ classify(ApplyCtx *a, Tuplestorestate *events, List **truncs, const char *events
 	cs.n = 0;
 	cs.values = NULL;
 	cs.nulls = NULL;
-	cs.tnulls = palloc(sizeof(bool) * (a->c.ndata + 5));
+	cs.tnulls = palloc(sizeof(bool) * (a->c.ndata + 6 + list_length(a->flow->run.expectations)));
+	cs.ndropped = 0;
 
 	cs.nskipped = 0;
 	initStringInfo(&cs.skipped);
@@ -1053,7 +1170,8 @@ classify(ApplyCtx *a, Tuplestorestate *events, List **truncs, const char *events
 		(void) set_config_option("enable_hashjoin", "off", PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);
 	}
-	spi_foreach_values(events_sql ? events_sql : classify_sql(a), false, classify_row, &cs);
+	spi_foreach_values(expect_sql(a, events_sql ? events_sql : classify_sql(a)), false,
+					   classify_row, &cs);
 	if (no_hash)
 		AtEOXact_GUC(true, level);
 	*truncs = cs.truncs;
@@ -1069,7 +1187,8 @@ classify(ApplyCtx *a, Tuplestorestate *events, List **truncs, const char *events
 						   cs.nskipped > INVALID_REPORTED ? "; ..." : ""),
 				 errhint("They are counted in num_skipped_events; rows still in the source fail its next refresh again unless they are corrected or deleted.")));
 	}
-	return cs.n - cs.nskipped;
+	warn_expectations(a->flow);
+	return cs.n - cs.nskipped - cs.ndropped;
 }
 
 /* Load the truncates kept in the hidden state. */
@@ -2150,5 +2269,11 @@ void
 apply_events(FlowDef *flow, RunMetrics *m, const char *events_sql, bool touch_all,
 			 bool no_hash)
 {
+	if (catalog_load_expectations(flow->target_id) != NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("snapshot flow \"%s\" cannot check the expectations of target \"%s\"",
+						flow->name, get_rel_name(flow->target)),
+				 errhint("Expectations are checked by change flows only; drop them with autocdc.drop_expectation.")));
 	apply_common(flow, m, true, touch_all, events_sql, no_hash);
 }

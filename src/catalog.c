@@ -28,6 +28,7 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/json.h"
 #include "utils/lsyscache.h"
 #include "utils/pg_lsn.h"
 #include "utils/snapmgr.h"
@@ -743,6 +744,59 @@ catalog_set_paused(const char *name, bool paused)
 			 &a, SPI_OK_UPDATE);
 }
 
+/*
+ * A run's counts per expectation as jsonb text, {name: {passed, failed}};
+ * NULL when the target has none.
+ */
+static char *
+expectation_counts(List *expectations)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	if (expectations == NIL)
+		return NULL;
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, '{');
+	foreach(lc, expectations)
+	{
+		Expectation *e = lfirst(lc);
+
+		if (foreach_current_index(lc) > 0)
+			appendStringInfoString(&buf, ", ");
+		escape_json(&buf, e->name);
+		appendStringInfo(&buf, ": {\"passed\": " INT64_FORMAT ", \"failed\": " INT64_FORMAT "}",
+						 e->passed, e->failed);
+	}
+	appendStringInfoChar(&buf, '}');
+	return buf.data;
+}
+
+/*
+ * Add a run's counts to its target's expectations' totals (the target is
+ * locked by the run: one flow at a time writes it).
+ */
+static void
+save_expectation_totals(FlowDef *flow)
+{
+	ListCell   *lc;
+
+	foreach(lc, flow->run.expectations)
+	{
+		Expectation *e = lfirst(lc);
+		CatArgs		a = {0};
+
+		arg_int4(&a, flow->target_id);
+		arg_text(&a, e->name);
+		arg_add(&a, INT8OID, Int64GetDatum(e->passed), false);
+		arg_add(&a, INT8OID, Int64GetDatum(e->failed), false);
+		cat_exec("UPDATE autocdc.expectation SET num_passed = num_passed OPERATOR(pg_catalog.+) $3, "
+				 "num_failed = num_failed OPERATOR(pg_catalog.+) $4 "
+				 "WHERE target_id OPERATOR(pg_catalog.=) $1 AND name OPERATOR(pg_catalog.=) $2",
+				 &a, SPI_OK_UPDATE);
+	}
+}
+
 /* Record a run's progress and totals, and (with log) log it in flow_runs. */
 void
 catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz started, bool log)
@@ -765,6 +819,7 @@ catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz started, bool lo
 	arg_add(&a, INT8OID, Int64GetDatum(m->num_ignored_deletes), false);
 	arg_add(&a, TIMESTAMPTZOID, TimestampTzGetDatum(flow->progress_ts), flow->progress_ts == 0);	/* $15 */
 	arg_bool(&a, flow->run.read_whole);
+	arg_text(&a, expectation_counts(flow->run.expectations));	/* $17 */
 	/* a resync marked meanwhile (catalog_mark_resync) lasts until a whole read */
 	cat_exec("UPDATE autocdc.flow_state SET progress = $2, once_done = $3, progress_timestamp = $15, "
 			 "num_events = num_events OPERATOR(pg_catalog.+) $4, "
@@ -783,9 +838,10 @@ catalog_save_progress(FlowDef *flow, RunMetrics *m, TimestampTz started, bool lo
 			 &a, SPI_OK_UPDATE);
 	if (log)
 		cat_exec("INSERT INTO autocdc.flow_run_log (flow, flow_id, started_at, finished_at, num_events, "
-				 "num_upserted_rows, num_deleted_rows, num_skipped_events, status) "
-				 "VALUES ($1, $12, $8, pg_catalog.clock_timestamp(), $4, $5, $6, $7, 'ok')",
+				 "num_upserted_rows, num_deleted_rows, num_skipped_events, status, expectations) "
+				 "VALUES ($1, $12, $8, pg_catalog.clock_timestamp(), $4, $5, $6, $7, 'ok', $17::pg_catalog.jsonb)",
 				 &a, SPI_OK_INSERT);
+	save_expectation_totals(flow);
 }
 
 /*
@@ -889,7 +945,7 @@ catalog_flows_of_roles(List *roleids)
 	return result_strings();
 }
 
-/* Give the flows of one role to another. */
+/* Give the flows of one role, and the expectations it set, to another. */
 void
 catalog_reassign_flows(Oid from, Oid to)
 {
@@ -898,6 +954,10 @@ catalog_reassign_flows(Oid from, Oid to)
 	arg_oid(&a, from);
 	arg_oid(&a, to);
 	cat_exec("UPDATE autocdc.flow SET owner = $2::pg_catalog.regrole "
+			 "WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
+			 &a, SPI_OK_UPDATE);
+	/* the expectations a set are b's, as a's flows' expressions are */
+	cat_exec("UPDATE autocdc.expectation SET owner = $2::pg_catalog.regrole "
 			 "WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
 			 &a, SPI_OK_UPDATE);
 }
@@ -1071,6 +1131,78 @@ catalog_lock_target(int target_id, bool skip_locked)
 					"SELECT 1 FROM autocdc.target WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE SKIP LOCKED" :
 					"SELECT 1 FROM autocdc.target WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
 					&a, SPI_OK_SELECT) > 0;
+}
+
+/* ----------------------------------------------------------------
+ * expectations
+ * ----------------------------------------------------------------
+ */
+
+/* A target's expectations, in name order, with zero counts. */
+List *
+catalog_load_expectations(int target_id)
+{
+	CatArgs		a = {0};
+	List	   *result = NIL;
+	uint64		i;
+
+	arg_int4(&a, target_id);
+	cat_exec("SELECT name, condition, on_violation, owner::pg_catalog.oid FROM autocdc.expectation "
+			 "WHERE target_id OPERATOR(pg_catalog.=) $1 ORDER BY name COLLATE \"C\"",
+			 &a, SPI_OK_SELECT);
+	for (i = 0; i < SPI_processed; i++)
+	{
+		Expectation *e = palloc0(sizeof(Expectation));
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+
+		e->name = SPI_getvalue(tup, desc, 1);
+		e->condition = SPI_getvalue(tup, desc, 2);
+		e->action = SPI_getvalue(tup, desc, 3)[0];
+		e->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 4, &isnull));
+		result = lappend(result, e);
+	}
+	return result;
+}
+
+/*
+ * Add or replace an expectation of a target.  A replaced one starts its
+ * counts again (they were counts of another rule), unless its condition
+ * and action stay the same.
+ */
+#define SAME_EXPECTATION "expectation.condition OPERATOR(pg_catalog.=) excluded.condition " \
+	"AND expectation.on_violation OPERATOR(pg_catalog.=) excluded.on_violation"
+
+void
+catalog_set_expectation(int target_id, Expectation *e)
+{
+	CatArgs		a = {0};
+
+	arg_int4(&a, target_id);
+	arg_text(&a, e->name);
+	arg_text(&a, e->condition);
+	arg_text(&a, e->action == EXPECT_FAIL ? "fail" : e->action == EXPECT_DROP ? "drop" : "warn");
+	arg_oid(&a, e->owner);
+	cat_exec("INSERT INTO autocdc.expectation (target_id, name, condition, on_violation, owner) "
+			 "VALUES ($1, $2, $3, $4, $5::pg_catalog.regrole) "
+			 "ON CONFLICT (target_id, name) DO UPDATE SET condition = excluded.condition, "
+			 "on_violation = excluded.on_violation, owner = excluded.owner, "
+			 "num_passed = CASE WHEN " SAME_EXPECTATION " THEN expectation.num_passed ELSE 0 END, "
+			 "num_failed = CASE WHEN " SAME_EXPECTATION " THEN expectation.num_failed ELSE 0 END",
+			 &a, SPI_OK_INSERT);
+}
+
+/* Drop an expectation of a target; false if it has none of that name. */
+bool
+catalog_drop_expectation(int target_id, const char *name)
+{
+	CatArgs		a = {0};
+
+	arg_int4(&a, target_id);
+	arg_text(&a, name);
+	return cat_exec("DELETE FROM autocdc.expectation WHERE target_id OPERATOR(pg_catalog.=) $1 "
+					"AND name OPERATOR(pg_catalog.=) $2", &a, SPI_OK_DELETE) > 0;
 }
 
 /* ----------------------------------------------------------------

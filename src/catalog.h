@@ -37,7 +37,25 @@ typedef struct FlowRun
 								 * refresh): it ends a resync */
 	List	   *expr_columns;	/* source columns the delete and truncate
 								 * conditions read (set by source_check) */
+	List	   *expectations;	/* the target's Expectations, with this run's
+								 * counts (set by run_prepare) */
 } FlowRun;
+
+/* An expectation of a target (autocdc.expectation) and one run's counts. */
+typedef struct Expectation
+{
+	char	   *name;
+	char	   *condition;		/* normalized boolean expression over the
+								 * target's data columns */
+	char		action;			/* EXPECT_WARN, EXPECT_DROP or EXPECT_FAIL */
+	Oid			owner;			/* the role that set it */
+	int64		passed;			/* this run's counts */
+	int64		failed;
+} Expectation;
+
+#define EXPECT_WARN 'w'
+#define EXPECT_DROP 'd'
+#define EXPECT_FAIL 'f'
 
 /*
  * A flow as the catalog holds it: its definition (autocdc.flow) and its
@@ -207,6 +225,11 @@ extern void catalog_insert_target(TargetDef *t);
 extern void catalog_set_target_keeps_state(int target_id);
 extern List *catalog_delete_target(int target_id);
 extern bool catalog_lock_target(int target_id, bool skip_locked);
+
+/* expectations */
+extern List *catalog_load_expectations(int target_id);
+extern void catalog_set_expectation(int target_id, Expectation *e);
+extern bool catalog_drop_expectation(int target_id, const char *name);
 
 /* what the worker asks */
 extern bool catalog_has_change_flows(bool continuous_only);

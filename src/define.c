@@ -1596,3 +1596,117 @@ define_drop_flow(FlowDef *flow, bool drop_target)
 	typnames = catalog_delete_target(flow->target_id);
 	storage_drop(flow->target_id, flow->target, typnames, drop_target);
 }
+
+/*
+ * The target row of a relation that set_expectation or drop_expectation
+ * names, locked (a run in progress finishes first: a change applies from
+ * the next run on); the caller must have the privileges of the table's
+ * owner.
+ */
+static void
+expectation_target(Oid relid, TargetDef *t)
+{
+	if (!catalog_load_target(relid, t))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table \"%s\" is not the target of a flow", get_rel_name(relid)),
+				 errhint("Expectations belong to the targets of flows: create a flow into it first.")));
+	if (!compat_class_ownercheck(relid, GetUserId()))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of target \"%s\"", get_rel_name(relid))));
+	(void) catalog_lock_target(t->id, false);
+}
+
+/*
+ * The condition of an expectation: a boolean expression over the target's
+ * data columns, stored schema-qualified.  Every flow into the target
+ * evaluates it as its owner, so the caller must have the privileges of
+ * each of them, and no snapshot flow may write the target (they do not
+ * check expectations).
+ */
+static char *
+expectation_condition(TargetDef *t, const char *name, const char *condition)
+{
+	ExprInfo   *info = expr_analyze(t->relid, false, condition, "expectation");
+	ListCell   *lc;
+
+	if (info->typid != BOOLOID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("expectation \"%s\" must be a boolean expression, not type %s",
+						name, format_type_be(info->typid))));
+	foreach(lc, info->source_columns)
+		if (!name_in_list(t->columns, lfirst(lc)))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("expectation \"%s\" reads column \"%s\", which is not a data column of target \"%s\"",
+							name, (char *) lfirst(lc), get_rel_name(t->relid)),
+					 errhint("An expectation is checked on the events' data columns, before they are applied.")));
+	foreach(lc, catalog_target_flows(t->id))
+	{
+		FlowDef    *f = catalog_load_flow(lfirst(lc), false, false);
+
+		if (f->kind == FLOW_SNAPSHOT)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot set expectation \"%s\" on target \"%s\": snapshot flow \"%s\" writes it",
+							name, get_rel_name(t->relid), f->name),
+					 errhint("Expectations are checked by change flows only.")));
+		if (!has_privs_of_role(GetUserId(), f->owner))
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("cannot set expectation \"%s\" on target \"%s\": flow \"%s\" has another owner",
+							name, get_rel_name(t->relid), f->name),
+					 errdetail("Each flow into the target evaluates the condition as its owner."),
+					 errhint("Set it as a role with the privileges of every flow's owner.")));
+	}
+	return info->normalized;
+}
+
+/*
+ * Add or replace an expectation of a target.  SPI connected; search_path
+ * the caller's (the condition's names are resolved with it).
+ */
+void
+define_set_expectation(Oid target, const char *name, const char *condition,
+					   const char *action)
+{
+	TargetDef	t;
+	Expectation e;
+
+	memset(&e, 0, sizeof(e));
+	if (strcmp(action, "warn") == 0)
+		e.action = EXPECT_WARN;
+	else if (strcmp(action, "drop") == 0)
+		e.action = EXPECT_DROP;
+	else if (strcmp(action, "fail") == 0)
+		e.action = EXPECT_FAIL;
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid on_violation \"%s\"", action),
+				 errhint("Use warn, drop or fail.")));
+	if (name[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("an expectation's name must not be empty")));
+	expectation_target(target, &t);
+	e.name = pstrdup(name);
+	e.condition = expectation_condition(&t, name, condition);
+	e.owner = GetUserId();
+	catalog_set_expectation(t.id, &e);
+}
+
+/* Drop an expectation of a target.  SPI connected. */
+void
+define_drop_expectation(Oid target, const char *name)
+{
+	TargetDef	t;
+
+	expectation_target(target, &t);
+	if (!catalog_drop_expectation(t.id, name))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("target \"%s\" has no expectation \"%s\"", get_rel_name(target), name)));
+}

@@ -48,5 +48,8 @@ extern char *define_flow(FlowSpec *spec);
 extern char *define_snapshot_flow(FlowSpec *spec);
 extern void define_snapshot_target(FlowDef *flow, Oid snapshot, Oid vtype);
 extern void define_drop_flow(FlowDef *flow, bool drop_target);
+extern void define_set_expectation(Oid target, const char *name, const char *condition,
+								   const char *action);
+extern void define_drop_expectation(Oid target, const char *name);
 
 #endif							/* AUTOCDC_DEFINE_H */

@@ -729,6 +729,126 @@ parse_flow_body(Parser *p, AutocdcStmt *s)
 	parse_flow_clauses(p, s);
 }
 
+/* The name an identifier token stands for (a quoted one without its quotes). */
+static char *
+ident_value(Parser *p, int i)
+{
+	char	   *text = tok_text(p, i);
+	StringInfoData buf;
+	int			k;
+
+	if (p->toks[i].word != NULL)
+		return pstrdup(p->toks[i].word);
+	initStringInfo(&buf);
+	for (k = 1; text[k] != '\0' && text[k + 1] != '\0'; k++)
+	{
+		appendStringInfoChar(&buf, text[k]);
+		if (text[k] == '"')
+			k++;				/* "" stands for " */
+	}
+	return buf.data;
+}
+
+/*
+ * CONSTRAINT name EXPECT ( expr ) [ ON VIOLATION { DROP ROW | FAIL UPDATE } ]
+ * at p->pos (at CONSTRAINT), if it is one: added to s->expectations.
+ */
+static bool
+parse_expect_element(Parser *p, AutocdcStmt *s)
+{
+	AutocdcExpect *e;
+	int			from;
+	int			depth = 1;
+
+	if (!is_word(p, p->pos, "constraint") || !is_name_token(p, p->pos + 1) ||
+		!is_word(p, p->pos + 2, "expect"))
+		return false;
+	e = palloc0(sizeof(AutocdcExpect));
+	e->name = ident_value(p, p->pos + 1);
+	p->pos += 3;
+	expect_char(p, '(', "\"(\" and the expectation's condition after EXPECT");
+	from = p->pos;
+	while (depth > 0)
+	{
+		if (p->toks[p->pos].code == 0)
+			syntax_error(p, p->pos, "\")\" closing the expectation's condition");
+		if (is_char(p, p->pos, '('))
+			depth++;
+		else if (is_char(p, p->pos, ')'))
+			depth--;
+		p->pos++;
+	}
+	if (p->pos - 1 == from)
+		syntax_error(p, from, "a condition after EXPECT (");
+	e->condition = span_text(p, from, p->pos - 1);
+	check_expression_syntax(p, from, e->condition, "EXPECT (");
+	e->action = "warn";
+	if (is_word(p, p->pos, "on"))
+	{
+		p->pos++;
+		expect_word(p, "violation", "VIOLATION after ON");
+		if (is_word(p, p->pos, "drop"))
+		{
+			p->pos++;
+			expect_word(p, "row", "ROW after DROP");
+			e->action = "drop";
+		}
+		else
+		{
+			expect_word(p, "fail", "DROP ROW or FAIL UPDATE after ON VIOLATION");
+			expect_word(p, "update", "UPDATE after FAIL");
+			e->action = "fail";
+		}
+	}
+	if (!is_char(p, p->pos, ',') && !is_char(p, p->pos, ')'))
+		syntax_error(p, p->pos, "\",\" or \")\" after the expectation");
+	s->expectations = lappend(s->expectations, e);
+	return true;
+}
+
+/*
+ * CREATE STREAMING TABLE's ( element [, ...] ): the expectations, and the
+ * other elements (columns, constraints) kept as the text of a CREATE TABLE
+ * (column_defs; NULL when there are only expectations).
+ */
+static void
+parse_table_elements(Parser *p, AutocdcStmt *s)
+{
+	StringInfoData defs;
+	int			open = p->pos;
+
+	initStringInfo(&defs);
+	p->pos++;					/* ( */
+	for (;;)
+	{
+		int			from = p->pos;
+		int			depth = 0;
+
+		if (!parse_expect_element(p, s))
+		{
+			while (depth > 0 || (!is_char(p, p->pos, ',') && !is_char(p, p->pos, ')')))
+			{
+				if (p->toks[p->pos].code == 0)
+					syntax_error(p, p->pos, "\")\" closing the column definitions");
+				if (is_char(p, p->pos, '('))
+					depth++;
+				else if (is_char(p, p->pos, ')'))
+					depth--;
+				p->pos++;
+			}
+			if (p->pos > from)
+				appendStringInfo(&defs, "%s%s", defs.len > 0 ? ",\n" : "",
+								 span_text(p, from, p->pos));
+		}
+		if (is_char(p, p->pos++, ')'))
+			break;
+	}
+	if (s->expectations == NIL)
+		s->column_defs = span_text(p, open + 1, p->pos - 1);
+	else if (defs.len > 0)
+		s->column_defs = defs.data;
+}
+
 /* One statement starting at p->pos. */
 static AutocdcStmt *
 parse_statement(Parser *p)
@@ -752,22 +872,7 @@ parse_statement(Parser *p)
 			s->kind = STMT_STREAMING_TABLE;
 			s->target = parse_name(p, "the name of the streaming table");
 			if (is_char(p, p->pos, '('))
-			{
-				int			from = p->pos + 1;
-				int			depth = 0;
-
-				do
-				{
-					if (is_char(p, p->pos, '('))
-						depth++;
-					else if (is_char(p, p->pos, ')'))
-						depth--;
-					else if (p->toks[p->pos].code == 0)
-						syntax_error(p, p->pos, "\")\" closing the column definitions");
-					p->pos++;
-				} while (depth > 0);
-				s->column_defs = span_text(p, from, p->pos - 1);
-			}
+				parse_table_elements(p, s);
 			return s;
 		}
 		if (s->or_refresh)

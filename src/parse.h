@@ -19,6 +19,14 @@ typedef enum AutocdcStmtKind
 	STMT_DROP_FLOW
 } AutocdcStmtKind;
 
+/* CONSTRAINT name EXPECT (condition) [ON VIOLATION ...] of CREATE STREAMING TABLE */
+typedef struct AutocdcExpect
+{
+	char	   *name;
+	char	   *condition;		/* source text */
+	const char *action;			/* "warn", "drop" or "fail" */
+} AutocdcExpect;
+
 /* One statement; names, columns and expressions are kept as source text. */
 typedef struct AutocdcStmt
 {
@@ -54,6 +62,7 @@ typedef struct AutocdcStmt
 	List	   *inu_except_list;
 	char	   *columns_to_update;	/* COLUMNS TO UPDATE col, as written */
 	char	   *column_defs;		/* CREATE STREAMING TABLE (...) */
+	List	   *expectations;	/* and its AutocdcExpects */
 } AutocdcStmt;
 
 extern List *autocdc_parse_block(const char *text);

@@ -22,6 +22,7 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "storage/lock.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -199,6 +200,38 @@ run_new_batch(FlowDef *flow, TupleDesc *bdesc, ResourceOwner owner)
 }
 
 /*
+ * The expectations of a flow's target, which the run evaluates as the
+ * flow's owner: each must have been set by a role with the privileges of
+ * that owner (a role's condition never runs as another role).  They live
+ * as long as the flow.
+ */
+static List *
+load_expectations(FlowDef *flow)
+{
+	MemoryContext old = MemoryContextSwitchTo(GetMemoryChunkContext(flow));
+	List	   *result = catalog_load_expectations(flow->target_id);
+	ListCell   *lc;
+
+	MemoryContextSwitchTo(old);
+
+	foreach(lc, result)
+	{
+		Expectation *e = lfirst(lc);
+
+		if (!has_privs_of_role(e->owner, flow->owner))
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("flow \"%s\" cannot check expectation \"%s\" of target \"%s\": it was set by another role",
+							flow->name, e->name, get_rel_name(flow->target)),
+					 errdetail("A flow evaluates the expectations of its target as its owner, %s, whose privileges the role that set it does not have.",
+							   quote_identifier(GetUserNameFromId(flow->owner, true) ?
+												GetUserNameFromId(flow->owner, true) : "?")),
+					 errhint("Set the expectation again as the flow's owner with autocdc.set_expectation, or drop it.")));
+	}
+	return result;
+}
+
+/*
  * Before capture: lock the flow's target (false if skip_locked and another
  * writer holds it), show the flow as running, follow source schema changes
  * and check the source and that the owner may still read it.
@@ -208,6 +241,7 @@ run_prepare(FlowDef *flow, bool refresh, bool skip_locked)
 {
 	if (!catalog_lock_target(flow->target_id, skip_locked))
 		return false;
+	flow->run.expectations = load_expectations(flow);
 	run_advertise(flow);
 	storage_sync_columns(flow, refresh);
 	source_check(flow);

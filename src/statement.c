@@ -7,8 +7,10 @@
  * Both parse the whole block first (parse.c), then run its statements in
  * order in the caller's transaction, as the calling user: CREATE FLOW fills
  * the FlowSpec that autocdc.create_flow fills (define.c does every check),
- * DROP FLOW drops as autocdc.drop_flow does.  Functions in the language are refused: only DO
- * and autocdc.execute run statements.
+ * DROP FLOW drops as autocdc.drop_flow does.  The expectations of CREATE STREAMING TABLE are
+ * set as autocdc.set_expectation sets them once the table is a flow's target (a flow into it
+ * later in the block).  Functions in the language are refused: only DO and autocdc.execute run
+ * statements.
  *
  *-------------------------------------------------------------------------
  */
@@ -223,12 +225,66 @@ run_streaming_table(AutocdcStmt *s)
 	}
 }
 
+/*
+ * Set the expectations of the CREATE STREAMING TABLE statements (pending)
+ * whose table is now the target of a flow; returns the statements still
+ * waiting for one.
+ */
+static List *
+set_pending_expectations(List *pending)
+{
+	List	   *rest = NIL;
+	ListCell   *lc;
+	ListCell   *le;
+	MemoryContext cxt = CurrentMemoryContext;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	foreach(lc, pending)
+	{
+		AutocdcStmt *s = lfirst(lc);
+		RangeVar   *rv = makeRangeVarFromNameList(compat_stringToQualifiedNameList(s->target));
+		Oid			relid = RangeVarGetRelid(rv, NoLock, true);
+		TargetDef	t;
+
+		if (!OidIsValid(relid) || !catalog_load_target(relid, &t))
+		{
+			MemoryContext old = MemoryContextSwitchTo(cxt);
+
+			rest = lappend(rest, s);
+			MemoryContextSwitchTo(old);
+			continue;
+		}
+		foreach(le, s->expectations)
+		{
+			AutocdcExpect *e = lfirst(le);
+
+			define_set_expectation(relid, e->name, e->condition, e->action);
+		}
+	}
+	SPI_finish();
+	return rest;
+}
+
+/* A streaming table's expectations need a flow into it by the block's end. */
+static void
+refuse_pending_expectations(List *pending)
+{
+	if (pending != NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("streaming table %s has expectations, but no flow into it was created",
+						((AutocdcStmt *) linitial(pending))->target),
+				 errhint("Create a change flow into it in the same block, or set them later with autocdc.set_expectation.")));
+}
+
 /* Parse a block, then run its statements; returns their command tags. */
 static List *
 run_block(const char *text)
 {
 	List	   *stmts;
 	List	   *tags = NIL;
+	List	   *pending = NIL;	/* streaming tables' expectations to set */
 	ListCell   *lc;
 	int			n = 0;
 
@@ -268,15 +324,20 @@ run_block(const char *text)
 				break;
 			case STMT_STREAMING_TABLE:
 				run_streaming_table(s);
+				if (s->expectations != NIL)
+					pending = lappend(pending, s);
 				break;
 			case STMT_DROP_FLOW:
 				run_drop_flow(s);
 				break;
 		}
-		error_context_stack = errcb.previous;
 		CommandCounterIncrement();
+		if (pending != NIL)
+			pending = set_pending_expectations(pending);
+		error_context_stack = errcb.previous;
 		tags = lappend(tags, (char *) tag);
 	}
+	refuse_pending_expectations(pending);
 	return tags;
 }
 

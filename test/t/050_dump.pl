@@ -37,6 +37,9 @@ $node->safe_psql('src', q{
 });
 $node->safe_psql('src', "SELECT * FROM autocdc.run_flow('cur')");
 $node->safe_psql('src', "SELECT * FROM autocdc.run_flow('hist')");
+$node->safe_psql('src', q{SELECT autocdc.set_expectation('app.cur', 'not_x', $$v <> 'x'$$, 'drop')});
+$node->safe_psql('src', "SELECT * FROM autocdc.run_flow('cur')");
+my $expectations = $node->safe_psql('src', 'SELECT * FROM autocdc.expectations');
 my $cur = $node->safe_psql('src', 'SELECT * FROM app.cur ORDER BY id');
 my $hist = $node->safe_psql('src', 'SELECT * FROM app.hist ORDER BY id, __start_at');
 
@@ -47,6 +50,7 @@ $node->command_ok(
 my $text = slurp_file($dump);
 unlike($text, qr/CREATE PUBLICATION/, 'the capture publication is not dumped');
 like($text, qr/COPY autocdc\.flow /, 'the flow catalog is dumped');
+like($text, qr/COPY autocdc\.expectation /, 'the expectations are dumped');
 
 $node->safe_psql('postgres', 'CREATE DATABASE dst');
 my ($rc, $out, $err) = $node->psql('dst', undef, extra_params => [ '-f', $dump ],
@@ -57,6 +61,8 @@ is($node->safe_psql('dst', 'SELECT name, state FROM autocdc.flows ORDER BY name'
 	"cur|needs_resync\nhist|needs_resync",
 	'restored flows need a resync (their slot is not in this database)');
 is($node->safe_psql('dst', 'SELECT * FROM app.cur ORDER BY id'), $cur, 'SCD 1 target restored');
+is($node->safe_psql('dst', 'SELECT * FROM autocdc.expectations'), $expectations,
+	'expectations restored');
 is($node->safe_psql('dst', 'SELECT * FROM app.hist ORDER BY id, __start_at'), $hist,
 	'SCD 2 target restored, with its composite sequence type');
 
@@ -76,6 +82,12 @@ is($node->safe_psql('dst', 'SELECT id, v FROM app.cur ORDER BY id'), "3|c",
 	'the restored flow goes on applying new events');
 is($node->safe_psql('dst', 'SELECT count(*) FROM app.hist WHERE __end_at IS NULL'), '1',
 	'the restored SCD 2 flow closes and opens versions');
+$node->safe_psql('dst', q{INSERT INTO app.feed VALUES (4, 'x', 'U', 6, 1)});
+$node->safe_psql('dst', "SELECT * FROM autocdc.run_flow('cur')");
+is($node->safe_psql('dst', 'SELECT id, v FROM app.cur ORDER BY id'), "3|c",
+	'the restored expectation drops its events');
+is($node->safe_psql('dst', q{SELECT num_failed FROM autocdc.expectations WHERE name = 'not_x'}), '1',
+	'and counts them');
 
 $node->stop;
 done_testing();

@@ -74,6 +74,13 @@ is($node->safe_psql('readme', q{SELECT data_point FROM autocdc.as_of(NULL::quote
 	'XFv1', 'as_of: the same belief, as docs/reference.md asks it');
 is($node->safe_psql('readme', q{SELECT data_point FROM autocdc.as_of(NULL::quotes_bt, '12:10')}),
 	'XFv3', 'as_of: what docs/reference.md says is believed now about 12:10');
+is($node->safe_psql('readme', q{SELECT string_agg(name || ' ' || num_passed || ' ' || num_failed, ', ' ORDER BY name)
+								  FROM autocdc.expectations WHERE target = 'readings'::regclass}),
+	'measured 2 1, plausible 2 1', 'readings: the expectations counted as the example says');
+is($node->safe_psql('readme', q{SELECT string_agg(sensor::text, ',' ORDER BY sensor) FROM readings}), '1,3',
+	'readings: the implausible reading was dropped, the NULL one applied');
+ok($node->poll_query_until('readme', q{SELECT string_agg(sensor::text, ',' ORDER BY sensor) = '1,3' FROM readings_st}),
+	'readings_st: the worker checks the statement-made expectation too (sensor 2 dropped)');
 is($node->safe_psql('readme', q{SELECT count(*) FROM autocdc.flows WHERE state = 'error'}), '0',
 	'no flow of the examples is in error');
 

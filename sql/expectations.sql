@@ -1,0 +1,265 @@
+--
+-- expectations: data quality rules of a target (semantics §4 "Expectations"),
+-- checked on every upsert event of every flow into it.  Every flow is
+-- continuous => false and makes its first, empty run before its events
+-- arrive.  Result lines of run_flow: (num_events, num_upserted_rows,
+-- num_deleted_rows, num_skipped_events).
+--
+\pset null '(null)'
+CREATE FUNCTION x_try(sql text) RETURNS text LANGUAGE plpgsql AS $f$
+DECLARE
+	st text; msg text; det text; hnt text;
+BEGIN
+	EXECUTE sql;
+	RETURN 'ok';
+EXCEPTION WHEN OTHERS THEN
+	GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT,
+							det = PG_EXCEPTION_DETAIL, hnt = PG_EXCEPTION_HINT;
+	RETURN regexp_replace(st || ': ' || msg
+		|| CASE WHEN det <> '' THEN E'\nDETAIL: ' || det ELSE '' END
+		|| CASE WHEN hnt <> '' THEN E'\nHINT: ' || hnt ELSE '' END,
+		'[0-9A-F]+/[0-9A-F]+', 'X/X', 'g');
+END
+$f$;
+
+---------------------------------------------------------------------------
+-- warn applies and counts, drop ignores and counts; NULL passes; each
+-- expectation is counted independently of the others (also of one that
+-- drops the event); deletes are not checked.
+---------------------------------------------------------------------------
+CREATE TABLE x_feed (id int, v int, op text, seq int);
+SELECT autocdc.create_flow('x_t', 'x_feed', '{id}', sequence_by => 'seq',
+	apply_as_deletes => $$op = 'D'$$, except_column_list => '{op,seq}', continuous => false);
+SELECT * FROM autocdc.run_flow('x_t');
+SELECT autocdc.set_expectation('x_t', 'positive', 'v > 0');
+SELECT autocdc.set_expectation('x_t', 'small', 'v < 100', 'drop');
+SELECT autocdc.set_expectation('x_t', 'even', $$v % 2 = 0$$, on_violation => 'drop');
+SELECT * FROM autocdc.expectations ORDER BY name;
+-- 1: passes all, then deleted (v 999 is not checked: a delete);
+-- 2: fails positive (applied); 3: fails small (dropped); 4: NULL passes all;
+-- 5: fails small and even (dropped); 6: fails positive and even (dropped)
+INSERT INTO x_feed VALUES (1, 4, NULL, 1), (2, -2, NULL, 1), (3, 500, NULL, 1), (4, NULL, NULL, 1),
+	(5, 101, NULL, 1), (6, -3, NULL, 1), (1, 999, 'D', 2);
+-- 4 events (3 dropped), 2 upserted, 0 deleted (key 1 was never applied)
+SELECT * FROM autocdc.run_flow('x_t');
+SELECT * FROM x_t ORDER BY id;
+-- each: 4 passed, 2 failed
+SELECT name, num_passed, num_failed FROM autocdc.expectations WHERE target = 'x_t'::regclass ORDER BY name;
+SELECT num_events, expectations FROM autocdc.flow_runs WHERE flow = 'x_t' ORDER BY id DESC LIMIT 1;
+
+-- counts per run and in total: a second run adds to the totals
+INSERT INTO x_feed VALUES (7, 8, NULL, 1), (8, 9, NULL, 1);
+SELECT * FROM autocdc.run_flow('x_t');
+SELECT expectations FROM autocdc.flow_runs WHERE flow = 'x_t' ORDER BY id DESC LIMIT 1;
+SELECT name, num_passed, num_failed FROM autocdc.expectations WHERE target = 'x_t'::regclass ORDER BY name;
+SELECT * FROM x_t ORDER BY id;
+
+---------------------------------------------------------------------------
+-- a dropped event never enters the hidden state: a later-arriving event
+-- with a lower sequence still wins over it.
+---------------------------------------------------------------------------
+INSERT INTO x_feed VALUES (2, 10, NULL, 5);
+SELECT * FROM autocdc.run_flow('x_t');
+INSERT INTO x_feed VALUES (2, 500, NULL, 9);	-- dropped (small)
+SELECT * FROM autocdc.run_flow('x_t');
+INSERT INTO x_feed VALUES (2, 12, NULL, 7);		-- later than 5: applied
+SELECT * FROM autocdc.run_flow('x_t');
+SELECT * FROM x_t WHERE id = 2;
+
+---------------------------------------------------------------------------
+-- fail: the run fails and applies nothing, naming the target, the
+-- expectation, the key and the commit; skip_events passes it.
+---------------------------------------------------------------------------
+SELECT autocdc.set_expectation('x_t', 'bounded', 'v > -100', 'fail');
+SELECT pg_current_wal_lsn() AS before_bad \gset
+INSERT INTO x_feed VALUES (21, -1000, NULL, 1), (22, 6, NULL, 1);
+SELECT pg_current_wal_lsn() AS after_bad \gset
+INSERT INTO x_feed VALUES (23, 4, NULL, 1);
+SELECT x_try($$SELECT * FROM autocdc.run_flow('x_t')$$) AS violation;
+SELECT state, last_error_sqlstate, last_error_lsn > :'before_bad' AND last_error_lsn <= :'after_bad' AS lsn_of_bad_commit,
+	   position(last_error_lsn::text IN last_error_detail) > 0 AS detail_names_it
+  FROM autocdc.flows WHERE name = 'x_t';
+-- nothing applied, no count changed
+SELECT * FROM x_t WHERE id >= 20 ORDER BY id;
+SELECT name, num_passed, num_failed FROM autocdc.expectations WHERE target = 'x_t'::regclass ORDER BY name;
+SELECT autocdc.skip_events('x_t', last_error_lsn) FROM autocdc.flows WHERE name = 'x_t';
+-- 23 applied, the skipped commit's 21 and 22 not (2 skipped events)
+SELECT * FROM autocdc.run_flow('x_t');
+SELECT * FROM x_t WHERE id >= 20 ORDER BY id;
+SELECT state FROM autocdc.flows WHERE name = 'x_t';
+
+---------------------------------------------------------------------------
+-- added and dropped between runs: from the next run on, rows already
+-- applied stay; a replaced expectation starts its counts again.
+---------------------------------------------------------------------------
+SELECT autocdc.drop_expectation('x_t', 'small');
+SELECT autocdc.drop_expectation('x_t', 'even');
+SELECT autocdc.set_expectation('x_t', 'positive', 'v > 1', 'drop');	-- replaced
+SELECT name, condition, on_violation, num_passed, num_failed
+  FROM autocdc.expectations WHERE target = 'x_t'::regclass ORDER BY name;
+INSERT INTO x_feed VALUES (30, 501, NULL, 1), (31, 1, NULL, 1);
+SELECT * FROM autocdc.run_flow('x_t');
+SELECT * FROM x_t WHERE id >= 30 ORDER BY id;	-- 30 (no longer "small"); 31 dropped
+SELECT * FROM x_t WHERE id = 2;					-- (2, 12) stays
+SELECT expectations FROM autocdc.flow_runs WHERE flow = 'x_t' ORDER BY id DESC LIMIT 1;
+
+---------------------------------------------------------------------------
+-- a first read (rows read from the table) is checked too; its rows have no
+-- commit position, and the error says so.
+---------------------------------------------------------------------------
+CREATE TABLE x_fr_feed (id int, v int, seq int);
+INSERT INTO x_fr_feed VALUES (1, 1, 1), (2, -1, 1);
+SELECT autocdc.create_flow('x_fr', 'x_fr_feed', '{id}', sequence_by => 'seq', continuous => false,
+	except_column_list => '{seq}');
+SELECT autocdc.set_expectation('x_fr', 'positive', 'v > 0', 'fail');
+SELECT x_try($$SELECT * FROM autocdc.run_flow('x_fr')$$) AS first_read_violation;
+SELECT autocdc.set_expectation('x_fr', 'positive', 'v > 0', 'drop');
+SELECT * FROM autocdc.run_flow('x_fr');
+SELECT * FROM x_fr ORDER BY id;
+
+---------------------------------------------------------------------------
+-- errors
+---------------------------------------------------------------------------
+SELECT x_try($$SELECT autocdc.set_expectation('x_feed', 'a', 'v > 0')$$) AS not_a_target;
+SELECT x_try($$SELECT autocdc.set_expectation('x_t', 'a', 'v + 1')$$) AS not_boolean;
+SELECT x_try($$SELECT autocdc.set_expectation('x_t', 'a', 'nosuch > 0')$$) AS unknown_column;
+SELECT x_try($$SELECT autocdc.set_expectation('x_t', 'a', '(SELECT true)')$$) AS subquery;
+SELECT x_try($$SELECT autocdc.set_expectation('x_t', 'a', 'v > 0', 'ignore')$$) AS bad_action;
+SELECT x_try($$SELECT autocdc.set_expectation('x_t', '', 'v > 0')$$) AS empty_name;
+SELECT x_try($$SELECT autocdc.set_expectation('x_t', NULL, 'v > 0')$$) AS null_name;
+SELECT x_try($$SELECT autocdc.drop_expectation('x_t', 'nosuch')$$) AS drop_unknown;
+-- an SCD 2 target's period columns are not data columns of an event
+CREATE TABLE x_h_feed (id int, v int, seq int);
+SELECT autocdc.create_flow('x_h', 'x_h_feed', '{id}', sequence_by => 'seq', continuous => false,
+	stored_as_scd_type => '2');
+SELECT x_try($$SELECT autocdc.set_expectation('x_h', 'a', '__start_at IS NOT NULL')$$) AS period_column;
+-- a condition is stored schema-qualified and read with the flow's search_path
+CREATE SCHEMA x_s;
+CREATE FUNCTION x_s.ok(int) RETURNS boolean LANGUAGE sql IMMUTABLE AS 'SELECT $1 <> 13';
+SET search_path = x_s, public;
+SELECT autocdc.set_expectation('x_h', 'not13', 'ok(v)', 'drop');
+RESET search_path;
+SELECT condition FROM autocdc.expectations WHERE target = 'x_h'::regclass;
+SELECT * FROM autocdc.run_flow('x_h');
+INSERT INTO x_h_feed VALUES (1, 13, 1), (2, 14, 1);
+SELECT * FROM autocdc.run_flow('x_h');
+SELECT id, v FROM x_h ORDER BY id;
+
+-- a snapshot flow does not check expectations: refused
+CREATE TABLE x_snap_src (id int PRIMARY KEY, v int);
+SELECT autocdc.create_snapshot_flow('x_snap', 'x_snap_src', '{id}', continuous => false);
+SELECT * FROM autocdc.run_flow('x_snap');
+SELECT x_try($$SELECT autocdc.set_expectation('x_snap', 'a', 'v > 0')$$) AS snapshot_flow;
+
+---------------------------------------------------------------------------
+-- the statement form: CONSTRAINT name EXPECT (condition) [ON VIOLATION
+-- DROP ROW | FAIL UPDATE] among the elements of CREATE STREAMING TABLE,
+-- set once the block has created a flow into the table (statement-made
+-- flows are continuous: only the results are shown, not which run applied).
+---------------------------------------------------------------------------
+CREATE TABLE x_st_feed (id int, v int, seq int);
+SET client_min_messages = error;	-- a warning is the applying run's, maybe the worker's
+DO LANGUAGE autocdc $$
+CREATE STREAMING TABLE x_st (
+	id int,
+	CONSTRAINT positive EXPECT (v > 0) ON VIOLATION DROP ROW,
+	v int,
+	CONSTRAINT "Small v" EXPECT (v < (10 * 10)),
+	CONSTRAINT no_13 EXPECT (v <> 13) ON VIOLATION FAIL UPDATE,
+	CONSTRAINT big CHECK (v > -1000)
+);
+CREATE FLOW x_st AS AUTO CDC INTO x_st FROM x_st_feed KEYS (id) SEQUENCE BY seq COLUMNS * EXCEPT (seq);
+$$;
+SELECT name, condition, on_violation FROM autocdc.expectations WHERE target = 'x_st'::regclass ORDER BY name COLLATE "C";
+SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'x_st'::regclass;
+SELECT count(*) >= 0 AS ran FROM autocdc.run_flow('x_st');
+INSERT INTO x_st_feed VALUES (1, 5, 1), (2, -5, 1), (3, 500, 1);
+SELECT count(*) >= 0 AS ran FROM autocdc.run_flow('x_st');
+SELECT * FROM x_st ORDER BY id;
+SELECT name, num_passed, num_failed FROM autocdc.expectations WHERE target = 'x_st'::regclass ORDER BY name COLLATE "C";
+INSERT INTO x_st_feed VALUES (4, 13, 1);
+SELECT x_try($$SELECT * FROM autocdc.run_flow('x_st')$$) AS statement_fail;
+-- beside the function form: the same target's expectations, changed by function
+SELECT autocdc.drop_expectation('x_st', 'no_13');
+SELECT count(*) >= 0 AS ran FROM autocdc.run_flow('x_st');
+SELECT * FROM x_st ORDER BY id;
+-- a table that is a target already gets them at once; OR REFRESH with the
+-- same condition and action keeps the counts, another one restarts them
+DO LANGUAGE autocdc $$
+CREATE OR REFRESH STREAMING TABLE x_st (
+	CONSTRAINT positive EXPECT (v > 0) ON VIOLATION DROP ROW,
+	CONSTRAINT "Small v" EXPECT (v < 50)
+);
+$$;
+SELECT name, condition, on_violation, num_passed, num_failed
+  FROM autocdc.expectations WHERE target = 'x_st'::regclass ORDER BY name COLLATE "C";
+SELECT autocdc.drop_flow('x_st', drop_target => true);
+RESET client_min_messages;
+-- expectations of a table no flow of the block writes
+SELECT x_try($x$SELECT autocdc.execute($$CREATE STREAMING TABLE x_st2 (id int, CONSTRAINT a EXPECT (id > 0))$$)$x$) AS no_flow;
+SELECT to_regclass('x_st2') AS rolled_back;
+SELECT x_try($x$SELECT autocdc.execute($$CREATE STREAMING TABLE x_st2 (id int, CONSTRAINT a EXPECT (id > 0) ON VIOLATION IGNORE)$$)$x$) AS bad_action;
+SELECT x_try($x$SELECT autocdc.execute($$CREATE STREAMING TABLE x_st2 (id int, CONSTRAINT a EXPECT ())$$)$x$) AS no_condition;
+
+---------------------------------------------------------------------------
+-- privileges: the target's owner sets them; a condition is evaluated as the
+-- owner of each flow into the target, so the role that sets it must have
+-- the privileges of every such owner.
+---------------------------------------------------------------------------
+CREATE ROLE regress_x_alice;
+CREATE ROLE regress_x_carol IN ROLE regress_x_alice;
+CREATE ROLE regress_x_nobody;
+GRANT CREATE ON SCHEMA public TO regress_x_alice, regress_x_carol;
+SET ROLE regress_x_alice;
+CREATE TABLE x_p_feed (id int, v int, seq int);
+CREATE TABLE x_p2_feed (id int, v int, seq int);
+GRANT SELECT ON x_p2_feed TO regress_x_carol;
+SELECT autocdc.create_flow('x_p', 'x_p_feed', '{id}', sequence_by => 'seq', continuous => false);
+SELECT autocdc.set_expectation('x_p', 'positive', 'v > 0', 'drop');
+RESET ROLE;
+SET ROLE regress_x_nobody;
+SELECT x_try($$SELECT autocdc.set_expectation('x_p', 'b', 'v > 0')$$) AS not_owner;
+SELECT x_try($$SELECT autocdc.drop_expectation('x_p', 'positive')$$) AS drop_not_owner;
+SELECT count(*) AS sees_none FROM autocdc.expectations WHERE target = 'x_p'::regclass;
+RESET ROLE;
+-- carol (a member of alice) adds a flow of her own into alice's target:
+-- alice's condition is not evaluated as carol
+SET ROLE regress_x_carol;
+SELECT autocdc.create_flow('x_p', 'x_p2_feed', '{id}', sequence_by => 'seq', name => 'x_p2',
+	continuous => false);
+SELECT x_try($$SELECT * FROM autocdc.run_flow('x_p2')$$) AS set_by_another_role;
+RESET ROLE;
+SET ROLE regress_x_alice;
+SELECT x_try($$SELECT autocdc.set_expectation('x_p', 'positive', 'v > 0', 'drop')$$) AS flow_of_another_owner;
+RESET ROLE;
+-- carol has alice's privileges: she may set it for both flows
+SET ROLE regress_x_carol;
+SELECT autocdc.set_expectation('x_p', 'positive', 'v > 0', 'drop');
+SELECT * FROM autocdc.run_flow('x_p2');
+SELECT * FROM autocdc.run_flow('x_p');
+INSERT INTO x_p2_feed VALUES (1, -1, 1), (2, 2, 1);
+SELECT * FROM autocdc.run_flow('x_p2');
+SELECT * FROM x_p ORDER BY id;
+RESET ROLE;
+
+-- REASSIGN OWNED gives the flows, and the expectations carol set, to
+-- nobody, who has not carol's privileges: the flows check them as before
+REASSIGN OWNED BY regress_x_alice, regress_x_carol TO regress_x_nobody;
+SELECT name, owner FROM autocdc.flows WHERE name IN ('x_p', 'x_p2') ORDER BY name;
+INSERT INTO x_p2_feed VALUES (3, -3, 1), (4, 4, 1);
+SET ROLE regress_x_nobody;
+SELECT * FROM autocdc.run_flow('x_p2');
+SELECT * FROM x_p ORDER BY id;
+RESET ROLE;
+
+---------------------------------------------------------------------------
+-- removed with the target
+---------------------------------------------------------------------------
+SELECT autocdc.drop_flow('x_p2');
+SELECT autocdc.drop_flow('x_p', drop_target => true);
+SELECT count(*) AS left_over FROM autocdc.expectation e
+  WHERE NOT EXISTS (SELECT FROM autocdc.target t WHERE t.id = e.target_id);
+SELECT target, name FROM autocdc.expectations ORDER BY target::text, name;
+DROP TABLE x_p_feed, x_p2_feed;
+REVOKE CREATE ON SCHEMA public FROM regress_x_alice, regress_x_carol;
+DROP ROLE regress_x_alice, regress_x_carol, regress_x_nobody;
