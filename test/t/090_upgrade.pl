@@ -9,16 +9,14 @@
 # upgraded and one created fresh at the current version hold the same
 # extension objects.
 #
-# The 0.1 library is built from that commit's tree (git archive) and
-# installed, with the current one after it, into a private copy of the
-# PostgreSQL installation (the binaries find their lib and share
-# directories relative to themselves), so the system's installation is
-# never touched.
+# The 0.1 library is built from that commit's tree and installed, with the
+# current one after it, into a private copy of the PostgreSQL installation
+# (AutocdcTest's old_autocdc_installation), so the system's installation is
+# never touched.  091_upgrade_02.pl does the same from 0.2.
 
 use strict;
 use warnings;
 
-use File::Path qw(make_path remove_tree);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -44,45 +42,9 @@ if ($major != 15)
 	  "autocdc 0.1 supports PostgreSQL 15 only and does not build on $major: there is no 0.1 installation on PostgreSQL $major to upgrade from";
 }
 
-sub pg_config
-{
-	my ($opt) = @_;
-	my $v = `pg_config --$opt`;
-	chomp $v;
-	die "pg_config --$opt failed" if $? != 0 || $v eq '';
-	return $v;
-}
-
-sub run_or_bail
-{
-	my ($cmd, $log) = @_;
-	if (system("$cmd >>'$log' 2>&1") != 0)
-	{
-		diag(slurp_file($log));
-		BAIL_OUT("failed: $cmd");
-	}
-}
-
 # --- a private PostgreSQL installation with the 0.1 library ----------------
 my $tmp = PostgreSQL::Test::Utils::tempdir;
-my $inst = "$tmp/inst";
-my ($bindir, $pkglibdir, $sharedir) = map { pg_config($_) } qw(bindir pkglibdir sharedir);
-for my $d ($bindir, $pkglibdir, $sharedir)
-{
-	make_path("$inst$d");
-	run_or_bail("cp -a '$d/.' '$inst$d/'", "$tmp/copy.log");
-}
-remove_tree("$inst$pkglibdir/bitcode");    # no JIT here
-unlink glob("'$inst$pkglibdir/autocdc.so' '$inst$sharedir/extension/autocdc*'");
-
-my $old = "$tmp/autocdc-0.1";
-make_path($old);
-run_or_bail("git -C '$src' archive '$old_commit' | tar -x -C '$old'", "$tmp/build.log");
-run_or_bail("make -s -j2 -C '$old' PG_CONFIG=pg_config", "$tmp/build.log");
-run_or_bail("make -s -C '$old' PG_CONFIG=pg_config install DESTDIR='$inst'", "$tmp/build.log");
-ok(-f "$inst$pkglibdir/autocdc.so", 'autocdc 0.1 built and installed into a private installation');
-
-(my $install_path = "$inst$bindir") =~ s{/bin/?$}{};
+my ($install_path, $inst) = old_autocdc_installation($src, $old_commit, $tmp);
 my $node = autocdc_node('upgrade', worker => 1, install_path => $install_path,
 	conf => ["autocdc.naptime = '100ms'", "autocdc.snapshot_interval = '1s'", 'jit = off']);
 
@@ -266,7 +228,7 @@ write_events(30);
 $node->stop;
 
 # --- the current library, before ALTER EXTENSION UPDATE ------------------------
-run_or_bail("make -s -C '$src' PG_CONFIG=pg_config install DESTDIR='$inst'", "$tmp/build.log");
+install_current_autocdc($src, $inst, $tmp);
 $node->append_conf('postgresql.conf', 'autocdc.enabled = on');
 my $log_offset = -s $node->logfile;
 $node->start;
@@ -340,44 +302,10 @@ ok( $node->poll_query_until('postgres',
 	's1 (table snapshot, worker) continues its history');
 
 # --- the upgraded catalog equals a fresh one ----------------------------------------
-my $objects_sql = q{
-	WITH ext AS (SELECT oid FROM pg_extension WHERE extname = 'autocdc'),
-	m AS (SELECT d.classid, d.objid, d.objsubid FROM pg_depend d, ext
-		   WHERE d.refclassid = 'pg_extension'::regclass AND d.refobjid = ext.oid AND d.deptype = 'e')
-	SELECT 'member ' || pg_describe_object(classid, objid, objsubid) FROM m
-	UNION ALL
-	SELECT format('function %s returns %s strict=%s volatile=%s secdef=%s config=%s src=%s acl=%s support=%s',
-				  p.oid::regprocedure, pg_get_function_result(p.oid), p.proisstrict, p.provolatile,
-				  p.prosecdef, p.proconfig, p.prosrc, p.proacl, p.prosupport)
-	  FROM pg_proc p JOIN m ON m.classid = 'pg_proc'::regclass AND m.objid = p.oid
-	UNION ALL
-	SELECT format('relation %s kind=%s acl=%s column %s %s notnull=%s default=%s',
-				  c.oid::regclass, c.relkind, c.relacl, a.attname, format_type(a.atttypid, a.atttypmod),
-				  a.attnotnull, pg_get_expr(ad.adbin, ad.adrelid))
-	  FROM pg_class c JOIN m ON m.classid = 'pg_class'::regclass AND m.objid = c.oid
-	  JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
-	  LEFT JOIN pg_attrdef ad ON ad.adrelid = c.oid AND ad.adnum = a.attnum
-	UNION ALL
-	SELECT format('index %s', regexp_replace(pg_get_indexdef(i.indexrelid), 'INDEX \S+ ON', 'INDEX ON'))
-	  FROM pg_index i JOIN m ON m.classid = 'pg_class'::regclass AND m.objid = i.indrelid
-	UNION ALL
-	SELECT format('constraint on %s: %s', co.conrelid::regclass, pg_get_constraintdef(co.oid))
-	  FROM pg_constraint co JOIN m ON m.classid = 'pg_class'::regclass AND m.objid = co.conrelid
-	UNION ALL
-	SELECT format('view %s: %s', c.oid::regclass, pg_get_viewdef(c.oid))
-	  FROM pg_class c JOIN m ON m.classid = 'pg_class'::regclass AND m.objid = c.oid WHERE c.relkind = 'v'
-	UNION ALL
-	SELECT format('schema %s acl=%s', n.nspname, n.nspacl)
-	  FROM pg_namespace n JOIN m ON m.classid = 'pg_namespace'::regclass AND m.objid = n.oid
-	UNION ALL
-	SELECT format('dumped %s %s', x.c::regclass, coalesce(x.w, ''))
-	  FROM ext, pg_extension e, unnest(e.extconfig, e.extcondition) AS x(c, w) WHERE e.oid = ext.oid
-	ORDER BY 1
-};
 $node->safe_psql('postgres', 'CREATE DATABASE fresh');
 $node->safe_psql('fresh', 'CREATE EXTENSION autocdc');
-my $upgraded = $node->safe_psql('postgres', $objects_sql);
-my $fresh = $node->safe_psql('fresh', $objects_sql);
+my $upgraded = $node->safe_psql('postgres', autocdc_objects_sql());
+my $fresh = $node->safe_psql('fresh', autocdc_objects_sql());
 is($upgraded, $fresh, 'an upgraded database and a fresh one hold the same autocdc objects');
 
 $node->stop;

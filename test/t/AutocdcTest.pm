@@ -7,10 +7,13 @@ use strict;
 use warnings;
 
 use Exporter 'import';
+use File::Path qw(make_path remove_tree);
 use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
 use Test::More;
 
-our @EXPORT = qw(autocdc_node start_blocked_run wait_for_restart);
+our @EXPORT = qw(autocdc_node start_blocked_run wait_for_restart pg_config
+  old_autocdc_installation install_current_autocdc autocdc_objects_sql);
 
 # A node with autocdc preloaded and wal_level = logical, started unless
 # no_start => 1.  The background worker is off unless worker => 1; conf =>
@@ -61,6 +64,107 @@ sub wait_for_restart
 		select(undef, undef, undef, 0.1);
 	}
 	return 0;
+}
+
+# pg_config --<opt> of the PostgreSQL on PATH.
+sub pg_config
+{
+	my ($opt) = @_;
+	my $v = `pg_config --$opt`;
+	chomp $v;
+	die "pg_config --$opt failed" if $? != 0 || $v eq '';
+	return $v;
+}
+
+# Run a shell command, its output appended to $log; bail out with the log
+# when it fails.
+sub run_or_bail
+{
+	my ($cmd, $log) = @_;
+	if (system("$cmd >>'$log' 2>&1") != 0)
+	{
+		diag(slurp_file($log));
+		BAIL_OUT("failed: $cmd");
+	}
+}
+
+# For the upgrade tests: a private copy of the PostgreSQL installation on
+# PATH under $tmp/inst (the binaries find their lib and share directories
+# relative to themselves, so the system's installation is never touched),
+# with the autocdc of commit $commit of the repository at $src built from
+# that commit's tree (git archive) and installed into it.  Returns the
+# installation's root (install_path for autocdc_node) and the DESTDIR
+# install_current_autocdc installs into.
+sub old_autocdc_installation
+{
+	my ($src, $commit, $tmp) = @_;
+	my $inst = "$tmp/inst";
+	my ($bindir, $pkglibdir, $sharedir) = map { pg_config($_) } qw(bindir pkglibdir sharedir);
+	for my $d ($bindir, $pkglibdir, $sharedir)
+	{
+		make_path("$inst$d");
+		run_or_bail("cp -a '$d/.' '$inst$d/'", "$tmp/copy.log");
+	}
+	remove_tree("$inst$pkglibdir/bitcode");    # no JIT here
+	unlink glob("'$inst$pkglibdir/autocdc.so' '$inst$sharedir/extension/autocdc*'");
+
+	my $old = "$tmp/autocdc-$commit";
+	make_path($old);
+	run_or_bail("git -C '$src' archive '$commit' | tar -x -C '$old'", "$tmp/build.log");
+	run_or_bail("make -s -j2 -C '$old' PG_CONFIG=pg_config", "$tmp/build.log");
+	run_or_bail("make -s -C '$old' PG_CONFIG=pg_config install DESTDIR='$inst'", "$tmp/build.log");
+	ok(-f "$inst$pkglibdir/autocdc.so", "autocdc of $commit built and installed into a private installation");
+	(my $install_path = "$inst$bindir") =~ s{/bin/?$}{};
+	return ($install_path, $inst);
+}
+
+# Install the autocdc of the working tree $src over the old one.
+sub install_current_autocdc
+{
+	my ($src, $inst, $tmp) = @_;
+	run_or_bail("make -s -C '$src' PG_CONFIG=pg_config install DESTDIR='$inst'", "$tmp/build.log");
+}
+
+# A listing of the autocdc extension's objects in the current database
+# (members, functions with their properties, relations' columns, indexes,
+# constraints, views, schemas, what pg_dump dumps), one line each, sorted:
+# an upgraded database and a fresh one must give the same.
+sub autocdc_objects_sql
+{
+	return q{
+	WITH ext AS (SELECT oid FROM pg_extension WHERE extname = 'autocdc'),
+	m AS (SELECT d.classid, d.objid, d.objsubid FROM pg_depend d, ext
+		   WHERE d.refclassid = 'pg_extension'::regclass AND d.refobjid = ext.oid AND d.deptype = 'e')
+	SELECT 'member ' || pg_describe_object(classid, objid, objsubid) FROM m
+	UNION ALL
+	SELECT format('function %s returns %s strict=%s volatile=%s secdef=%s config=%s src=%s acl=%s support=%s',
+				  p.oid::regprocedure, pg_get_function_result(p.oid), p.proisstrict, p.provolatile,
+				  p.prosecdef, p.proconfig, p.prosrc, p.proacl, p.prosupport)
+	  FROM pg_proc p JOIN m ON m.classid = 'pg_proc'::regclass AND m.objid = p.oid
+	UNION ALL
+	SELECT format('relation %s kind=%s acl=%s column %s %s notnull=%s default=%s',
+				  c.oid::regclass, c.relkind, c.relacl, a.attname, format_type(a.atttypid, a.atttypmod),
+				  a.attnotnull, pg_get_expr(ad.adbin, ad.adrelid))
+	  FROM pg_class c JOIN m ON m.classid = 'pg_class'::regclass AND m.objid = c.oid
+	  JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+	  LEFT JOIN pg_attrdef ad ON ad.adrelid = c.oid AND ad.adnum = a.attnum
+	UNION ALL
+	SELECT format('index %s', regexp_replace(pg_get_indexdef(i.indexrelid), 'INDEX \S+ ON', 'INDEX ON'))
+	  FROM pg_index i JOIN m ON m.classid = 'pg_class'::regclass AND m.objid = i.indrelid
+	UNION ALL
+	SELECT format('constraint on %s: %s', co.conrelid::regclass, pg_get_constraintdef(co.oid))
+	  FROM pg_constraint co JOIN m ON m.classid = 'pg_class'::regclass AND m.objid = co.conrelid
+	UNION ALL
+	SELECT format('view %s: %s', c.oid::regclass, pg_get_viewdef(c.oid))
+	  FROM pg_class c JOIN m ON m.classid = 'pg_class'::regclass AND m.objid = c.oid WHERE c.relkind = 'v'
+	UNION ALL
+	SELECT format('schema %s acl=%s', n.nspname, n.nspacl)
+	  FROM pg_namespace n JOIN m ON m.classid = 'pg_namespace'::regclass AND m.objid = n.oid
+	UNION ALL
+	SELECT format('dumped %s %s', x.c::regclass, coalesce(x.w, ''))
+	  FROM ext, pg_extension e, unnest(e.extconfig, e.extcondition) AS x(c, w) WHERE e.oid = ext.oid
+	ORDER BY 1
+};
 }
 
 1;
