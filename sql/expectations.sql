@@ -253,6 +253,30 @@ SELECT * FROM x_p ORDER BY id;
 RESET ROLE;
 
 ---------------------------------------------------------------------------
+-- a flow with columns_to_update: its list column comes before the
+-- expectations' values; an expectation is checked on the event's own
+-- values (drop), and a bad list still fails the run after the count.
+---------------------------------------------------------------------------
+CREATE TABLE x_ctu_feed (id int, a int, b int, seq int, upd text[]);
+SELECT autocdc.create_flow('x_ctu', 'x_ctu_feed', '{id}', sequence_by => 'seq',
+	except_column_list => '{seq,upd}', columns_to_update => 'upd', continuous => false);
+SELECT * FROM autocdc.run_flow('x_ctu');
+SELECT autocdc.set_expectation('x_ctu', 'a_positive', 'a > 0', 'drop');
+-- 1: written a and b; 1 at 2: writes b only (a NULL passes); 2: a = -1 dropped
+INSERT INTO x_ctu_feed VALUES (1, 1, 10, 1, '{a,b}'), (1, NULL, 20, 2, '{b}'), (2, -1, 5, 1, '{a,b}');
+SELECT * FROM autocdc.run_flow('x_ctu');
+SELECT * FROM x_ctu ORDER BY id;
+SELECT expectations FROM autocdc.flow_runs WHERE flow = 'x_ctu' ORDER BY id DESC LIMIT 1;
+-- a dropped event's list is never looked at; a kept one's still is
+INSERT INTO x_ctu_feed VALUES (3, -3, 0, 1, '{nope}');
+SELECT * FROM autocdc.run_flow('x_ctu');
+INSERT INTO x_ctu_feed VALUES (4, 4, 0, 1, '{nope}');
+SELECT x_try($$SELECT * FROM autocdc.run_flow('x_ctu')$$);
+SELECT * FROM x_ctu ORDER BY id;
+SELECT autocdc.drop_flow('x_ctu', drop_target => true);
+DROP TABLE x_ctu_feed;
+
+---------------------------------------------------------------------------
 -- removed with the target
 ---------------------------------------------------------------------------
 SELECT autocdc.drop_flow('x_p2');
