@@ -376,6 +376,25 @@ check_target_free(Definition *d, const char *target)
 }
 
 /*
+ * A change flow into the target that a version function's snapshot flow
+ * will create at its first run: the mix only as check_mix allows.
+ */
+static void
+check_pending_snapshot(Definition *d)
+{
+	char	   *snap = catalog_pending_snapshot_flow(quote_qualified_identifier(d->trv->schemaname,
+																				 d->trv->relname));
+	FlowDef    *sf;
+	Oid			vtype;
+
+	if (snap == NULL)
+		return;
+	sf = catalog_load_flow(snap, false, false);
+	(void) snapsource_resolve(sf, &vtype);
+	check_mix(d->spec->target, d->kind->code, sf->scd, vtype, d->seqtype);
+}
+
+/*
  * A snapshot flow into an existing relation (vtype: its version type):
  * not one that a snapshot flow writes already; one that change flows
  * write only as check_mix allows.
@@ -1186,6 +1205,8 @@ def_target(Definition *d)
 	const char *name = d->spec->target;
 	ListCell   *lc;
 
+	if (d->spec->kind != FLOW_SNAPSHOT)
+		check_pending_snapshot(d);
 	if (!OidIsValid(d->target))
 	{
 		d->target = storage_create_target(d->trv->schemaname, d->trv->relname, d->srcname,
