@@ -153,6 +153,25 @@ SELECT autocdc.drop_flow('t_cdc');
 SELECT autocdc.drop_flow('t_snap', true);
 
 -- ----------------------------------------------------------------------
+-- a snapshot query with a version query: the version has the query's type
+-- ----------------------------------------------------------------------
+CREATE TABLE qsnaps (id int, val text, version bigint);
+CREATE TABLE qfeed (id int, val text, seq bigint);
+SELECT autocdc.create_flow('q', 'qfeed', '{id}', sequence_by => 'seq', column_list => '{id,val}',
+	name => 'q_cdc', continuous => false);
+SELECT autocdc.create_snapshot_flow('q', NULL, '{id}', name => 'q_snap', continuous => false,
+	source_query => 'SELECT id, val FROM mix.qsnaps WHERE version = current_snapshot_version()',
+	version_query => 'SELECT version FROM mix.qsnaps WHERE version > coalesce(last_snapshot_version(), 0) ORDER BY version LIMIT 1');
+INSERT INTO qfeed VALUES (1, 'a', 5), (2, 'b', 15);
+SELECT num_events, num_upserted_rows, num_deleted_rows FROM autocdc.run_flow('q_cdc');
+INSERT INTO qsnaps VALUES (3, 'c', 10);
+-- key 1 (5) is deleted at 10, key 2 (15) survives
+SELECT num_events, num_upserted_rows, num_deleted_rows FROM autocdc.run_flow('q_snap');
+SELECT * FROM q ORDER BY id;
+SELECT autocdc.drop_flow('q_snap');
+SELECT autocdc.drop_flow('q_cdc', true);
+
+-- ----------------------------------------------------------------------
 -- refusals, whichever flow is created second; nothing is left behind
 -- ----------------------------------------------------------------------
 -- SCD 2
@@ -213,4 +232,4 @@ SELECT m_try($$SELECT autocdc.create_snapshot_flow('ri', NULL, '{id}',
 SELECT m_try($$SELECT autocdc.create_snapshot_flow('ri', 'tsnap', '{id}', name => 'ri_snap')$$);
 SELECT autocdc.drop_flow('ri_cdc', true);
 -- none of this file's flows is left
-SELECT name FROM autocdc.flow WHERE name ~ '^(m|n|t|r2|rb|ri)_' ORDER BY name;
+SELECT name FROM autocdc.flow WHERE name ~ '^(m|n|t|q|r2|rb|ri)_' ORDER BY name;

@@ -1571,7 +1571,8 @@ define_snapshot_flow(FlowSpec *spec)
 		trv->schemaname = get_namespace_name(RangeVarGetCreationNamespace(trv));
 	if (OidIsValid(target))
 	{
-		Oid			vtype = TIMESTAMPTZOID;
+		/* (a version query's type is known once it is analyzed: def_target checks it) */
+		Oid			vtype = spec->version_query != NULL ? InvalidOid : TIMESTAMPTZOID;
 
 		if (spec->source_function != NULL)
 		{
