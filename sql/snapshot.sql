@@ -477,7 +477,8 @@ SELECT s_try($$SELECT autocdc.create_snapshot_flow('e1', NULL, '{userId}', name 
 SELECT s_try($$SELECT autocdc.create_snapshot_flow('users', 'users', '{userId}')$$);
 CREATE TEMP TABLE tmp_src (k int);
 SELECT s_try($$SELECT autocdc.create_snapshot_flow('e1', 'tmp_src', '{k}')$$);
--- a snapshot flow is the only flow into its target, in both directions
+-- one snapshot flow per target; beside change flows only with a version of
+-- their sequence type (sql/snapshot_mix.sql), in both directions
 SELECT s_try($$SELECT autocdc.create_snapshot_flow('users_current', 'users', '{userId}', name => 'second')$$);
 SELECT s_try($$SELECT autocdc.create_snapshot_flow('ex5', NULL, '{userId}', stored_as_scd_type => '2',
 	name => 'second', source_function => 'f_one(int)')$$);

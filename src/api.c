@@ -221,6 +221,8 @@ run_body(FlowDef *peek, RunMetrics *m)
 static void
 refresh_body(FlowDef *flow, RunMetrics *m)
 {
+	char	   *snap;
+
 	if (flow->kind == FLOW_SNAPSHOT && flow->run.skip_invalid)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -228,10 +230,20 @@ refresh_body(FlowDef *flow, RunMetrics *m)
 						flow->name),
 				 errhint("A snapshot flow reads its whole source at every run; correct the rows of the snapshot instead.")));
 	run_prologue(flow);
-	if (flow->kind == FLOW_SNAPSHOT)
-		snaprun_refresh(catalog_load_flow(flow->name, true, false), m);	/* the only flow into its target */
+	snap = flow->kind == FLOW_SNAPSHOT ? flow->name :
+		flow->target_id != 0 ? catalog_snapshot_flow_of(flow->target_id) : NULL;
+	if (snap != NULL)
+	{
+		FlowDef    *sf = catalog_load_flow(snap, true, false);
+
+		/* a snapshot flow alone in its target, or one beside change flows */
+		if (snaprun_mixed(sf))
+			snaprun_refresh_mixed(sf, flow, m);
+		else
+			snaprun_refresh(sf, m);
+	}
 	else
-		run_refresh(flow, m);
+		run_refresh(flow, m, false, true);
 }
 
 /*

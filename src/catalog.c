@@ -641,6 +641,23 @@ catalog_snapshot_flow_of(int target_id)
 	return linitial(result_strings());
 }
 
+/*
+ * A snapshot flow over a version function that will create target (its
+ * schema-qualified, quoted name) at its first run, or NULL.
+ */
+char *
+catalog_pending_snapshot_flow(const char *target)
+{
+	CatArgs		a = {0};
+
+	arg_text(&a, target);
+	if (cat_exec("SELECT name FROM autocdc.flow WHERE target_id IS NULL "
+				 "AND snapshot_target OPERATOR(pg_catalog.=) $1 ORDER BY name LIMIT 1",
+				 &a, SPI_OK_SELECT) == 0)
+		return NULL;
+	return linitial(result_strings());
+}
+
 /* The first flow (by name) writing a relation, or NULL. */
 char *
 catalog_flow_of_relation(Oid relid)

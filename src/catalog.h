@@ -199,6 +199,7 @@ extern void catalog_insert_flow(FlowDef *flow);
 extern void catalog_delete_flow(const char *name);
 extern List *catalog_target_flows(int target_id);
 extern char *catalog_snapshot_flow_of(int target_id);
+extern char *catalog_pending_snapshot_flow(const char *target);
 extern char *catalog_flow_of_relation(Oid relid);
 extern void catalog_set_columns(FlowDef *flow, List *columns);
 extern void catalog_set_seq_types(FlowDef *flow, Oid seq_type, Oid sysseq_type);

@@ -11,12 +11,18 @@
  *		_snapshot_check, in an InitPlan), so the check and the comparison see
  *		one snapshot of the database.
  *
+ *		A target that change flows write too takes no comparison: there a
+ *		snapshot at version v is a truncate at v followed by an upsert at v
+ *		of each of its rows, folded with the change flows' events and kept in
+ *		the hidden state like theirs (compare_snapshot's mixed).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/htup_details.h"
 #include "access/relation.h"
+#include "access/xlog.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
@@ -24,6 +30,7 @@
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_operator.h"
 #include "commands/defrem.h"
+#include "executor/spi.h"
 #include "fmgr.h"
 #include "storage/bufmgr.h"
 #include "utils/builtins.h"
@@ -33,6 +40,7 @@
 #include "utils/typcache.h"
 
 #include "apply.h"
+#include "compat.h"
 #include "compare.h"
 #include "kind.h"
 #include "layout.h"
@@ -228,7 +236,8 @@ snapshot_check_sql(FlowDef *flow, Oid rel, const char *snapname, const char *key
  * unique index on the keys rules them out).
  */
 static char *
-events_sql(FlowDef *flow, Oid rel, const char *vliteral, bool full, bool keys_unique)
+events_sql(FlowDef *flow, Oid rel, const char *vliteral, bool full, bool keys_unique,
+		   bool mixed)
 {
 	Oid			staterel = storage_state_relid(flow->target_id);
 	Relation	sr;
@@ -239,6 +248,7 @@ events_sql(FlowDef *flow, Oid rel, const char *vliteral, bool full, bool keys_un
 				keys,
 				on,
 				differ,
+				nulls,
 				sql;
 	char	   *snapname = qualified_relname(rel);
 	char	   *tname = qualified_relname(flow->target);
@@ -253,6 +263,7 @@ events_sql(FlowDef *flow, Oid rel, const char *vliteral, bool full, bool keys_un
 	initStringInfo(&keys);
 	initStringInfo(&on);
 	initStringInfo(&differ);
+	initStringInfo(&nulls);
 	sr = relation_open(staterel, AccessShareLock);
 	sdesc = RelationGetDescr(sr);
 	for (i = 0; i < sdesc->natts; i++)
@@ -264,16 +275,17 @@ events_sql(FlowDef *flow, Oid rel, const char *vliteral, bool full, bool keys_un
 
 		if (att->attisdropped || strncmp(name, "__autocdc_", 10) == 0)
 			continue;
+		appendStringInfo(&nulls, "NULL::%s, ", flat_type_name(att->atttypid, att->atttypmod));
 		if (!name_in_list(flow->columns, name))
 		{
 			appendStringInfo(&sel, "NULL::%s, ", flat_type_name(att->atttypid, att->atttypmod));
 			continue;
 		}
 		cast = flat_cast(rel, name, att->atttypid);
-		if (name_in_list(flow->keys, name) && !full)
+		if (name_in_list(flow->keys, name) && !full && !mixed)
 			appendStringInfo(&sel, "CASE WHEN s.__autocdc_p THEN s.%s ELSE t.%s END, ", q, q);
 		else
-			appendStringInfo(&sel, "s.%s%s, ", q, full ? cast : "");
+			appendStringInfo(&sel, "s.%s%s, ", q, full || mixed ? cast : "");
 		appendStringInfo(&cols, "%s%s", cols.len ? ", " : "", q);
 		appendStringInfo(&scols, "%s%s%s AS %s", scols.len ? ", " : "", q, cast, q);
 		if (name_in_list(flow->keys, name))
@@ -290,7 +302,27 @@ events_sql(FlowDef *flow, Oid rel, const char *vliteral, bool full, bool keys_un
 	check = snapshot_check_sql(flow, rel, snapname, keys.data, keys_unique);
 
 	initStringInfo(&sql);
-	if (full)
+	if (mixed)
+	{
+		/*
+		 * A truncate, then every row as an upsert, all at the version; they
+		 * arrive at the WAL position of the read, the truncate first (as
+		 * rows read under a snapshot, SNAPSHOT_ORD_BASE on).  The truncate's
+		 * branch runs the check, before any upsert.
+		 */
+		char	   *arrival = psprintf("'" COMPAT_LSN_FORMAT "'::pg_catalog.pg_lsn",
+									   LSN_FORMAT_ARGS(GetXLogInsertRecPtr()));
+
+		appendStringInfo(&sql,
+						 "SELECT %s%s, %s, '" INT64_FORMAT "'::pg_catalog.int8, 't'::pg_catalog.\"char\" "
+						 "WHERE %s "
+						 "UNION ALL "
+						 "SELECT %s%s, %s, '" INT64_FORMAT "'::pg_catalog.int8, 'u'::pg_catalog.\"char\" "
+						 "FROM %s s",
+						 nulls.data, vliteral, arrival, (int64) SNAPSHOT_ORD_BASE, check,
+						 sel.data, vliteral, arrival, (int64) SNAPSHOT_ORD_BASE + 1, snapname);
+	}
+	else if (full)
 		appendStringInfo(&sql,
 						 "SELECT %s%s, '0/0'::pg_catalog.pg_lsn, 0::pg_catalog.int8, 'u'::pg_catalog.\"char\" "
 						 "FROM %s s WHERE %s",
@@ -355,15 +387,42 @@ apply_comparison(FlowDef *flow, RunMetrics *m, const char *sql, bool full, bool 
 /*
  * Apply the differences between a snapshot and the flow's target at a
  * version (a literal of the version type); with full, every row of the
- * snapshot is an upsert.  Runs as the flow's owner; returns the number of
- * snapshot rows read.
+ * snapshot is an upsert.  With mixed (change flows write the target too),
+ * no comparison: a truncate at the version and an upsert of every row,
+ * folded with the target's hidden state.  Runs as the flow's owner;
+ * returns the number of snapshot rows read.
  */
 int64
-compare_snapshot(FlowDef *flow, Oid snapshot, const char *version, bool full, RunMetrics *m)
+compare_snapshot(FlowDef *flow, Oid snapshot, const char *version, bool full, bool mixed,
+				 RunMetrics *m)
 {
 	bool		keys_unique = keys_unique_in(snapshot, flow->keys);
-	char	   *sql = events_sql(flow, snapshot, version, full, keys_unique);
+	char	   *sql = events_sql(flow, snapshot, version, full, keys_unique, mixed);
 
-	return apply_comparison(flow, m, sql, full,
-							!full && keys_unique && merge_beats_hash(snapshot));
+	return apply_comparison(flow, m, sql, full && !mixed,
+							!full && !mixed && keys_unique && merge_beats_hash(snapshot));
+}
+
+/*
+ * A change flow joins the target of a snapshot flow whose last applied
+ * version is version (text, of the sequence type seqtype): make the hidden
+ * state what the fold of that snapshot gives, a truncate at the version
+ * and an upsert of each current row at it (the state of a snapshot flow
+ * alone keeps each key's last upsert or delete, at the version that made
+ * it).  Arrival: before any change event.
+ */
+void
+compare_adopt_snapshot(int target_id, Oid seqtype, const char *version)
+{
+	char	   *state = qualified_relname(storage_state_relid(target_id));
+	char	   *v = psprintf("%s::%s", quote_literal_cstr(version), format_type_be_qualified(seqtype));
+
+	spi_exec(psprintf("DELETE FROM %s WHERE %s OPERATOR(pg_catalog.<>) '%c'",
+					  state, STATE_KIND_NAME, EVENT_UPSERT), SPI_OK_DELETE);
+	spi_exec(psprintf("UPDATE %s SET %s = %s, %s = '0/0', %s = '" INT64_FORMAT "'",
+					  state, STATE_SEQ_NAME, v, STATE_LSN_NAME, STATE_ORD_NAME,
+					  (int64) SNAPSHOT_ORD_BASE + 1), SPI_OK_UPDATE);
+	spi_exec(psprintf("INSERT INTO %s (%s, %s, %s, %s, %s) VALUES (%s, '0/0', '" INT64_FORMAT "', '%c', pg_catalog.now())",
+					  state, STATE_SEQ_NAME, STATE_LSN_NAME, STATE_ORD_NAME, STATE_KIND_NAME,
+					  STATE_AT_NAME, v, (int64) SNAPSHOT_ORD_BASE, EVENT_TRUNCATE), SPI_OK_INSERT);
 }

@@ -12,6 +12,7 @@
 #include "catalog.h"
 
 extern int64 compare_snapshot(FlowDef *flow, Oid snapshot, const char *version, bool full,
-							  RunMetrics *m);
+							  bool mixed, RunMetrics *m);
+extern void compare_adopt_snapshot(int target_id, Oid seqtype, const char *version);
 
 #endif							/* AUTOCDC_COMPARE_H */

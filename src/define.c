@@ -37,9 +37,11 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+#include "compare.h"
 #include "compat.h"
 #include "define.h"
 #include "expr.h"
+#include "kind.h"
 #include "layout.h"
 #include "snapsource.h"
 #include "srckind.h"
@@ -317,32 +319,100 @@ check_caller_reads(const char *sql, const char *srcname)
 }
 
 /*
- * A snapshot flow must be the only flow into its target, in both
- * directions: error if target_id is written by a snapshot flow.
+ * A snapshot flow and change flows may write one target only if it is SCD
+ * type 1 (scd: the new flow's type, tscd: the target's) and the snapshot
+ * version has the sequence's type: a snapshot is then a truncate at its
+ * version followed by an upsert of each row, folded with the change events.
  */
 static void
-check_target_free(int target_id, const char *target)
+check_mix(const char *target, char scd, char tscd, Oid vtype, Oid seqtype)
 {
-	char	   *other = catalog_snapshot_flow_of(target_id);
+	int32		typmod = -1;
 
-	if (other != NULL)
+	if (scd != '1' || tscd != '1')
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("target \"%s\" is written by snapshot flow \"%s\"", target, other),
-				 errhint("A snapshot flow must be the only flow into its target; choose another target.")));
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a snapshot flow and change flows cannot write one %s target \"%s\"",
+						storage_kind(tscd != '1' ? tscd : scd)->label, target),
+				 errhint("Only SCD type 1 targets take both; give the snapshot flow a target of its own.")));
+	if (flatten_type(vtype, &typmod) != seqtype)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("snapshot version type %s does not match sequence type %s of target \"%s\"",
+						format_type_be(vtype), format_type_be(seqtype), target),
+				 errhint("A snapshot's version is ordered against the change flows' sequences: they must have one type (a table or view source is versioned by timestamp with time zone).")));
 }
 
-/* Error if an existing relation is already the target of any flow. */
+/*
+ * A flow joining a known target that a snapshot flow writes, or a snapshot
+ * flow joining a target of change flows: one snapshot flow per target, and
+ * the mix only as check_mix allows.  A change flow joining a snapshot
+ * flow's target that has applied a version v makes the target's hidden
+ * state what the fold of that snapshot gives (compare.c).
+ */
 static void
-check_target_unused(Oid target, const char *name)
+check_target_free(Definition *d, const char *target)
+{
+	char	   *other = catalog_snapshot_flow_of(d->tdef.id);
+	FlowDef    *snap;
+
+	if (d->spec->kind == FLOW_SNAPSHOT)
+	{
+		if (other != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("target \"%s\" is written by snapshot flow \"%s\"", target, other),
+					 errhint("A target takes at most one snapshot flow; choose another target.")));
+		if (catalog_target_flows(d->tdef.id) != NIL)
+			check_mix(target, d->kind->code, d->tdef.scd, d->seqtype, d->tdef.seq_type);
+		return;
+	}
+	if (other == NULL)
+		return;
+	check_mix(target, d->kind->code, d->tdef.scd, d->tdef.seq_type, d->seqtype);
+	snap = catalog_load_flow(other, false, false);
+	if (snap->snapshot_version != NULL)
+		compare_adopt_snapshot(d->tdef.id, d->tdef.seq_type, snap->snapshot_version);
+}
+
+/*
+ * A change flow into the target that a version function's snapshot flow
+ * will create at its first run: the mix only as check_mix allows.
+ */
+static void
+check_pending_snapshot(Definition *d)
+{
+	char	   *snap = catalog_pending_snapshot_flow(quote_qualified_identifier(d->trv->schemaname,
+																				 d->trv->relname));
+	FlowDef    *sf;
+	Oid			vtype;
+
+	if (snap == NULL)
+		return;
+	sf = catalog_load_flow(snap, false, false);
+	(void) snapsource_resolve(sf, &vtype);
+	check_mix(d->spec->target, d->kind->code, sf->scd, vtype, d->seqtype);
+}
+
+/*
+ * A snapshot flow into an existing relation (vtype: its version type):
+ * not one that a snapshot flow writes already; one that change flows
+ * write only as check_mix allows.
+ */
+static void
+check_target_unused(Oid target, const char *name, const char *scd, Oid vtype)
 {
 	char	   *other = catalog_flow_of_relation(target);
+	TargetDef	tdef;
 
-	if (other != NULL)
+	if (other == NULL)
+		return;
+	if (!catalog_load_target(target, &tdef) || catalog_snapshot_flow_of(tdef.id) != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("target \"%s\" is already written by flow \"%s\"", name, other),
-				 errhint("A snapshot flow compares each snapshot with its target, so it must be the only flow into that target; choose another target.")));
+				 errhint("A target takes at most one snapshot flow; choose another target.")));
+	check_mix(name, scd[0], tdef.scd, vtype, tdef.seq_type);
 }
 
 /* The storage kind a FlowSpec asks for. */
@@ -1135,6 +1205,8 @@ def_target(Definition *d)
 	const char *name = d->spec->target;
 	ListCell   *lc;
 
+	if (d->spec->kind != FLOW_SNAPSHOT)
+		check_pending_snapshot(d);
 	if (!OidIsValid(d->target))
 	{
 		d->target = storage_create_target(d->trv->schemaname, d->trv->relname, d->srcname,
@@ -1155,7 +1227,7 @@ def_target(Definition *d)
 		d->target_known = true;
 		if (OidIsValid(state))
 			tablekind_check(state, TABLE_STATE, NULL);
-		check_target_free(d->tdef.id, name);
+		check_target_free(d, name);
 		check_target_state(d, name);
 		foreach(lc, d->keys)
 			same_keys = same_keys && name_in_list(d->tdef.keys, lfirst(lc));
@@ -1498,7 +1570,20 @@ define_snapshot_flow(FlowSpec *spec)
 	if (trv->schemaname == NULL)
 		trv->schemaname = get_namespace_name(RangeVarGetCreationNamespace(trv));
 	if (OidIsValid(target))
-		check_target_unused(target, spec->target);
+	{
+		/* (a version query's type is known once it is analyzed: def_target checks it) */
+		Oid			vtype = spec->version_query != NULL ? InvalidOid : TIMESTAMPTZOID;
+
+		if (spec->source_function != NULL)
+		{
+			Oid			fn = snapsource_lookup(spec->source_function);
+
+			vtype = OidIsValid(fn) ? snapsource_check_function(fn, spec->source_function) :
+				InvalidOid;
+		}
+		if (OidIsValid(vtype))
+			check_target_unused(target, spec->target, scd, vtype);
+	}
 
 	if (spec->source != NULL)
 		return define_snapshot_table(spec);

@@ -382,12 +382,15 @@ run_refresh_keep(FlowDef *flow, RunMetrics *m)
 
 /*
  * Refresh the target of a change flow: forget the hidden state, then every
- * flow into the target reads its source again; the first (the named one)
- * rewrites every key of the target, so that metrics compare before and
- * after by row identity, and the others add theirs.
+ * change flow into the target reads its source again; the first (the named
+ * one) rewrites every key of the target, so that metrics compare before and
+ * after by row identity, and the others add theirs.  With after_snapshot
+ * (a target a snapshot flow writes too, whose snapshots were just applied
+ * again into a forgotten state, snaprun.c), the state is kept and no flow
+ * rewrites every key unless touch_first.  Snapshot flows are not run here.
  */
 void
-run_refresh(FlowDef *flow, RunMetrics *m)
+run_refresh(FlowDef *flow, RunMetrics *m, bool after_snapshot, bool touch_first)
 {
 	List	   *flows = NIL;
 	ListCell   *lc;
@@ -405,6 +408,8 @@ run_refresh(FlowDef *flow, RunMetrics *m)
 		FlowDef    *f = catalog_load_flow(lfirst(lc), true, false);
 
 		catalog_check_flow_owner(f);
+		if (f->kind == FLOW_SNAPSHOT)
+			continue;
 		if (strcmp(f->name, flow->name) == 0)
 			flows = lcons(f, flows);
 		else
@@ -414,11 +419,14 @@ run_refresh(FlowDef *flow, RunMetrics *m)
 	/* a table no run can write is refused before anything is deleted */
 	storage_check_kinds(flow);
 
-	become_owner(flow->owner, &saved_uid, &saved_sec);
-	spi_exec(psprintf("DELETE FROM %s",
-					  quote_qualified_identifier(AUTOCDC_STATE_SCHEMA, storage_state_name(flow->target_id))),
-			 SPI_OK_DELETE);
-	restore_user(saved_uid, saved_sec);
+	if (!after_snapshot)
+	{
+		become_owner(flow->owner, &saved_uid, &saved_sec);
+		spi_exec(psprintf("DELETE FROM %s",
+						  quote_qualified_identifier(AUTOCDC_STATE_SCHEMA, storage_state_name(flow->target_id))),
+				 SPI_OK_DELETE);
+		restore_user(saved_uid, saved_sec);
+	}
 
 	foreach(lc, flows)
 	{
@@ -431,7 +439,7 @@ run_refresh(FlowDef *flow, RunMetrics *m)
 		f->once_done = false;
 		f->skip_upto = InvalidXLogRecPtr;	/* positions before the refresh are past */
 		f->run.skip_invalid = flow->run.skip_invalid;
-		run_one(f, &fm, true, lc == list_head(flows));
+		run_one(f, &fm, true, touch_first && lc == list_head(flows));
 		m->num_events += fm.num_events;
 		m->num_upserted += fm.num_upserted;
 		m->num_deleted += fm.num_deleted;

@@ -34,6 +34,6 @@ extern void run_apply(FlowDef *flow, Tuplestorestate *batch, TupleDesc bdesc, Ro
 /* whole runs */
 extern void run_one(FlowDef *flow, RunMetrics *m, bool refresh, bool touch_all);
 extern void run_prologue(FlowDef *flow);
-extern void run_refresh(FlowDef *flow, RunMetrics *m);
+extern void run_refresh(FlowDef *flow, RunMetrics *m, bool after_snapshot, bool touch_first);
 
 #endif							/* AUTOCDC_RUN_H */

@@ -9,9 +9,12 @@
  *		one's differences from the target (compare.c).  The first snapshot
  *		of a version-function flow creates its target.
  *
- * A snapshot flow is the only flow into its target: the comparison takes
- * the target's current rows to be the previous snapshot.  The last applied
- * version is kept as text in the catalog.
+ * A snapshot flow alone in its target: the comparison takes the target's
+ * current rows to be the previous snapshot.  With change flows into the
+ * target too (SCD 1 only, the version of the sequence's type), a snapshot
+ * at version v is a truncate at v and an upsert at v of each of its rows,
+ * folded with their events (compare.c).  The last applied version is kept
+ * as text in the catalog.
  *
  *-------------------------------------------------------------------------
  */
@@ -35,6 +38,13 @@
 #include "snapsource.h"
 #include "storage.h"
 #include "util.h"
+
+/* Do change flows write the snapshot flow's target too? */
+bool
+snaprun_mixed(FlowDef *flow)
+{
+	return flow->target_id != 0 && list_length(catalog_target_flows(flow->target_id)) > 1;
+}
 
 /*
  * Apply one snapshot at a version: follow the snapshot's columns (a column
@@ -62,7 +72,7 @@ apply_snapshot(FlowDef *flow, Oid rel, Oid vtype, Datum version, RunMetrics *m)
 	/* the version as the target stores it: a domain's base type (runs none of its code) */
 	rows = compare_snapshot(flow, rel, psprintf("%s::%s", quote_literal_cstr(vtext),
 												format_type_be_qualified(flatten_type(vtype, &typmod))),
-							full, m);
+							full, snaprun_mixed(flow), m);
 	run_release_relations();
 	m->num_events = before + rows;
 	catalog_set_snapshot_version(flow, vtext);
@@ -247,4 +257,62 @@ snaprun_refresh(FlowDef *flow, RunMetrics *m)
 	}
 	catalog_save_progress(flow, m, started, true);
 	restore_user(saved_uid, saved_sec);
+}
+
+/*
+ * full_refresh of either flow of a target that a snapshot flow (snap) and
+ * change flows write (named: the flow refreshed): forget the hidden state,
+ * apply the snapshot(s) again from the start, then every change flow reads
+ * its source again (run.c) - as a refresh that keeps no history, which an
+ * SCD 1 target does not have; a changes() flow refreshed by name still
+ * needs discard_history.  The snapshots' truncates touch every key, so
+ * metrics compare by row identity; with no snapshot at all, the first
+ * change flow rewrites every key instead.  Ties between a re-read change
+ * event and a snapshot at one sequence go to the change event, read last.
+ */
+void
+snaprun_refresh_mixed(FlowDef *snap, FlowDef *named, RunMetrics *m)
+{
+	TimestampTz started = GetCurrentTimestamp();
+	Oid			saved_uid;
+	int			saved_sec;
+	RunMetrics	sm;
+	FlowDef    *change = named;
+	int			applied;
+
+	if (named->kind == FLOW_SNAPSHOT)
+	{
+		ListCell   *lc;
+
+		foreach(lc, catalog_target_flows(snap->target_id))
+			if (strcmp(lfirst(lc), snap->name) != 0)
+			{
+				change = catalog_load_flow(lfirst(lc), false, false);
+				break;
+			}
+		change->run.discard_history = true;
+		change->run.skip_invalid = false;
+	}
+	else if (change->srckind->row_changes && !change->run.discard_history)
+	{
+		run_refresh(change, m, false, true);	/* refused: other flows write the target */
+		return;
+	}
+	catalog_check_flow_owner(snap);
+	memset(&sm, 0, sizeof(sm));
+	become_owner(snap->owner, &saved_uid, &saved_sec);
+	*snap = *catalog_load_flow(snap->name, true, false);	/* see snap_run_versions */
+	storage_check_kinds(snap);
+	spi_exec(psprintf("DELETE FROM %s",
+					  quote_qualified_identifier(AUTOCDC_STATE_SCHEMA,
+												 storage_state_name(snap->target_id))),
+			 SPI_OK_DELETE);
+	catalog_set_snapshot_version(snap, NULL);
+	applied = snap_run_versions(snap, &sm, true);
+	catalog_save_progress(snap, &sm, started, true);
+	restore_user(saved_uid, saved_sec);
+	m->num_events += sm.num_events;
+	m->num_upserted += sm.num_upserted;
+	m->num_deleted += sm.num_deleted;
+	run_refresh(change, m, true, applied == 0);
 }

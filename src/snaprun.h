@@ -10,7 +10,9 @@
 
 #include "catalog.h"
 
+extern bool snaprun_mixed(FlowDef *flow);
 extern void snaprun_run(FlowDef *flow, RunMetrics *m);
 extern void snaprun_refresh(FlowDef *flow, RunMetrics *m);
+extern void snaprun_refresh_mixed(FlowDef *snap, FlowDef *named, RunMetrics *m);
 
 #endif							/* AUTOCDC_SNAPRUN_H */
