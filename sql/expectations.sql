@@ -116,6 +116,14 @@ SELECT x_try($$SELECT * FROM autocdc.run_flow('x_fr')$$) AS first_read_violation
 SELECT autocdc.set_expectation('x_fr', 'positive', 'v > 0', 'drop');
 SELECT * FROM autocdc.run_flow('x_fr');
 SELECT * FROM x_fr ORDER BY id;
+-- a full refresh reads the table again: fail fails it, skip_invalid skips
+-- and reports the rows that violate (and counts them as failed)
+SELECT autocdc.set_expectation('x_fr', 'positive', 'v > 0', 'fail');
+SELECT x_try($$SELECT * FROM autocdc.full_refresh('x_fr')$$) AS refresh_violation;
+SELECT * FROM autocdc.full_refresh('x_fr', skip_invalid => true);
+SELECT * FROM x_fr ORDER BY id;
+SELECT num_events, num_skipped_events, expectations FROM autocdc.flow_runs
+ WHERE flow = 'x_fr' ORDER BY id DESC LIMIT 1;
 
 ---------------------------------------------------------------------------
 -- errors

@@ -876,13 +876,21 @@ check_written(ClassifyScan *cs, Datum *values, bool *nulls, int idx, XLogRecPtr 
 	return true;
 }
 
+/* what the expectations make of an upsert */
+typedef enum ExpectOutcome
+{
+	EXPECT_OUT_KEPT,			/* applied (warn counts it) */
+	EXPECT_OUT_DROPPED,			/* an expectation of action drop drops it */
+	EXPECT_OUT_SKIPPED			/* it fails one, skipped by skip_invalid */
+} ExpectOutcome;
+
 /*
  * Count an upsert against each expectation of the target (independently of
  * one another: NULL passes), fail the run if it violates one whose action
- * is fail, and return whether an expectation drops it.  The expectations'
- * values follow the classified row's own columns.
+ * is fail (unless skip_invalid skips it), and return what becomes of it.
+ * The expectations' values follow the classified row's own columns.
  */
-static bool
+static ExpectOutcome
 check_expectations(ClassifyScan *cs, Datum *values, bool *nulls, int base, XLogRecPtr lsn,
 				   int64 ord)
 {
@@ -908,7 +916,14 @@ check_expectations(ClassifyScan *cs, Datum *values, bool *nulls, int base, XLogR
 			failed = e;
 	}
 	if (failed == NULL)
-		return drop;
+		return drop ? EXPECT_OUT_DROPPED : EXPECT_OUT_KEPT;
+	if (f->run.skip_invalid)
+	{
+		/* full_refresh(skip_invalid => true): skipped and reported */
+		invalid_event(cs, lsn, ord, psprintf("a violation of expectation \"%s\"", failed->name),
+					  false, ERRCODE_CHECK_VIOLATION);
+		return EXPECT_OUT_SKIPPED;
+	}
 	if (ORD_IS_SNAPSHOT(ord))
 		ereport(ERROR,
 				(errcode(ERRCODE_CHECK_VIOLATION),
@@ -916,7 +931,8 @@ check_expectations(ClassifyScan *cs, Datum *values, bool *nulls, int base, XLogR
 						f->name, fold_key_text(&cs->a->c, values, nulls), failed->name,
 						get_rel_name(f->target)),
 				 errdetail("The row was read from the table (a first read or a full refresh), so it has no commit position that skip_events could pass."),
-				 errhint("Correct or delete the row in the source, or change the expectation's action with autocdc.set_expectation.")));
+				 errhint("Correct or delete the row in the source, skip such rows with SELECT autocdc.full_refresh(%s, skip_invalid => true), or change the expectation's action with autocdc.set_expectation.",
+						 quote_literal_cstr(f->name))));
 	failures_note_lsn(lsn);
 	ereport(ERROR,
 			(errcode(ERRCODE_CHECK_VIOLATION),
@@ -927,7 +943,7 @@ check_expectations(ClassifyScan *cs, Datum *values, bool *nulls, int base, XLogR
 					   LSN_FORMAT_ARGS(lsn)),
 			 errhint("Pass it with SELECT autocdc.skip_events(%s, '" COMPAT_LSN_FORMAT "'), or change the expectation's action with autocdc.set_expectation.",
 					 quote_literal_cstr(f->name), LSN_FORMAT_ARGS(lsn))));
-	return false;				/* keep the compiler quiet */
+	return EXPECT_OUT_KEPT;		/* keep the compiler quiet */
 }
 
 /* Validate one classified row and store it as an event. */
@@ -991,13 +1007,17 @@ classify_row(Datum *values, bool *nulls, TupleDesc desc, void *arg)
 							  false, ERRCODE_NULL_VALUE_NOT_ALLOWED);
 				return;
 			}
-	if (kind == EVENT_UPSERT && a->flow->run.expectations != NIL &&
-		check_expectations(cs, values, nulls,
-						   a->c.ndata + 4 + (a->c.has_sys ? 1 : 0) + (a->has_ctu ? 1 : 0), lsn,
-						   DatumGetInt64(values[a->c.ndata + 2])))
+	if (kind == EVENT_UPSERT && a->flow->run.expectations != NIL)
 	{
-		cs->ndropped++;
-		return;
+		ExpectOutcome out = check_expectations(cs, values, nulls,
+											   a->c.ndata + 4 + (a->c.has_sys ? 1 : 0) +
+											   (a->has_ctu ? 1 : 0), lsn,
+											   DatumGetInt64(values[a->c.ndata + 2]));
+
+		if (out == EXPECT_OUT_DROPPED)
+			cs->ndropped++;
+		if (out != EXPECT_OUT_KEPT)
+			return;
 	}
 	if (kind == EVENT_UPSERT && a->has_ctu &&
 		!check_written(cs, values, nulls, a->c.ndata + 4 + (a->c.has_sys ? 1 : 0), lsn, &wlist))
