@@ -67,19 +67,8 @@ $node->safe_psql('postgres', q{
 	-- applied by run_flow only
 	SELECT autocdc.create_flow('r1', 'feed', '{k}', 'seq', apply_as_deletes => 'op = ''D''',
 							   except_column_list => '{seq, op}', continuous => false);
-	-- snapshot flows: a table source run by the worker, a version function run by run_flow
-	CREATE TABLE snapsrc (k int PRIMARY KEY, v text);
-	INSERT INTO snapsrc VALUES (1, 'a'), (2, 'b');
-	SELECT autocdc.create_snapshot_flow('s1', 'snapsrc', '{k}', stored_as_scd_type => '2');
-	CREATE TABLE loads (v bigint PRIMARY KEY);
-	CREATE FUNCTION next_snap(last bigint) RETURNS TABLE (snapshot regclass, version bigint)
-	LANGUAGE sql SET search_path = public AS $$
-	  SELECT format('snap_%s', v)::regclass, v FROM loads
-	   WHERE v > coalesce(last, 0) ORDER BY v LIMIT 1
-	$$;
-	SELECT autocdc.create_snapshot_flow('s2', NULL, '{k}', source_function => 'next_snap(bigint)',
-										continuous => false);
 });
+upgrade_snapshot_flows($node);
 # the statement form
 $node->safe_psql('postgres', q{
 	DO LANGUAGE autocdc $$
@@ -197,17 +186,7 @@ sub check_targets
 
 write_events(60);
 check_targets('at 0.1');
-$node->safe_psql('postgres', q{
-	CREATE TABLE snap_1 (k int, v text);
-	INSERT INTO snap_1 VALUES (1, 'p'), (2, 'q');
-	INSERT INTO loads VALUES (1);
-	SELECT * FROM autocdc.run_flow('s2');
-});
-is($node->safe_psql('postgres', 'SELECT k, v FROM s2 ORDER BY k'), "1|p\n2|q",
-	's2 (version function) applied snapshot 1 at 0.1');
-ok( $node->poll_query_until('postgres',
-		q{SELECT string_agg(k || v, ',' ORDER BY k) FROM s1 WHERE __end_at IS NULL}, '1a,2b'),
-	's1 (table snapshot, worker) applied at 0.1');
+upgrade_snapshot_step($node, 1, 'at 0.1');
 
 # 0.1 let a feed become unlogged under its flow: its inserts then reach no WAL
 $node->safe_psql('postgres', q{
@@ -220,34 +199,13 @@ $node->safe_psql('postgres', q{
 });
 
 # events the 0.1 library never applies: the worker is off meanwhile
-$node->append_conf('postgresql.conf', 'autocdc.enabled = off');
-$node->reload;
-$node->poll_query_until('postgres',
-	q{SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'autocdc worker'});
+stop_autocdc_worker($node);
 write_events(30);
 $node->stop;
 
 # --- the current library, before ALTER EXTENSION UPDATE ------------------------
-install_current_autocdc($src, $inst, $tmp);
-$node->append_conf('postgresql.conf', 'autocdc.enabled = on');
-my $log_offset = -s $node->logfile;
-$node->start;
-
-ok( $node->poll_query_until('postgres', q{
-		SELECT count(*) > 0 FROM pg_stat_activity WHERE backend_type = 'autocdc worker'}),
-	'the worker starts with the new library');
-write_events(20);
-ok( $node->wait_for_log(qr/autocdc 0\.1 is installed in database "postgres", but the library is 0\.3/,
-		$log_offset),
-	'the worker says that the catalog is older than the library');
-sleep(2);    # many passes of 100 ms
-my $said = () = slurp_file($node->logfile, $log_offset) =~ /autocdc 0\.1 is installed in database/g;
-is($said, 1, '... once');
-my ($ret, $out, $err) = $node->psql('postgres', q{SELECT * FROM autocdc.run_flow('r1')});
-like($err, qr/autocdc 0\.1 is installed in this database, but the server runs the autocdc 0\.3 library/,
-	'run_flow refuses before the update');
-like($err, qr/HINT:  Run ALTER EXTENSION autocdc UPDATE/, '... with the hint');
-($ret, $out, $err) = $node->psql('postgres',
+new_library_before_update($node, $src, $inst, $tmp, '0.1', 'r1', sub { write_events(20) });
+my ($ret, $out, $err) = $node->psql('postgres',
 	q{SELECT autocdc.create_flow('t9', 'feed', '{k}', 'seq')});
 like($err, qr/ALTER EXTENSION autocdc UPDATE/, 'create_flow refuses too');
 is($node->safe_psql('postgres', q{SELECT count(*) FROM autocdc.flows}), '8',
@@ -286,27 +244,10 @@ $node->safe_psql('postgres', q{ALTER TABLE ufeed SET LOGGED; SELECT * FROM autoc
 is($node->safe_psql('postgres', 'SELECT string_agg(k::text, \',\' ORDER BY k) FROM u1'), '1,2',
 	'after SET LOGGED and full_refresh the flow has every row');
 
-$node->safe_psql('postgres', q{
-	CREATE TABLE snap_2 (k int, v text);
-	INSERT INTO snap_2 VALUES (2, 'q2'), (3, 'r');
-	INSERT INTO loads VALUES (2);
-	SELECT * FROM autocdc.run_flow('s2');
-	UPDATE snapsrc SET v = 'b2' WHERE k = 2;
-	INSERT INTO snapsrc VALUES (3, 'c');
-});
-is($node->safe_psql('postgres', 'SELECT k, v FROM s2 ORDER BY k'), "2|q2\n3|r",
-	's2 (version function) continues at snapshot 2');
-ok( $node->poll_query_until('postgres',
-		q{SELECT string_agg(k || v || (__end_at IS NULL), ',' ORDER BY k, __start_at) FROM s1},
-		'1atrue,2bfalse,2b2true,3ctrue'),
-	's1 (table snapshot, worker) continues its history');
+upgrade_snapshot_step($node, 2, 'after the update');
 
 # --- the upgraded catalog equals a fresh one ----------------------------------------
-$node->safe_psql('postgres', 'CREATE DATABASE fresh');
-$node->safe_psql('fresh', 'CREATE EXTENSION autocdc');
-my $upgraded = $node->safe_psql('postgres', autocdc_objects_sql());
-my $fresh = $node->safe_psql('fresh', autocdc_objects_sql());
-is($upgraded, $fresh, 'an upgraded database and a fresh one hold the same autocdc objects');
+same_objects_as_fresh($node, 'an upgraded database');
 
 $node->stop;
 done_testing();

@@ -78,19 +78,8 @@ $node->safe_psql('postgres', q{
 	SELECT autocdc.create_flow('c1', 'changes(src)', '{id}');
 	SELECT autocdc.create_flow('c2', 'changes(src)', '{id}', stored_as_scd_type => '2',
 							   continuous => false);
-	-- snapshot flows: a table source run by the worker, a version function run by run_flow
-	CREATE TABLE snapsrc (k int PRIMARY KEY, v text);
-	INSERT INTO snapsrc VALUES (1, 'a'), (2, 'b');
-	SELECT autocdc.create_snapshot_flow('s1', 'snapsrc', '{k}', stored_as_scd_type => '2');
-	CREATE TABLE loads (v bigint PRIMARY KEY);
-	CREATE FUNCTION next_snap(last bigint) RETURNS TABLE (snapshot regclass, version bigint)
-	LANGUAGE sql SET search_path = public AS $$
-	  SELECT format('snap_%s', v)::regclass, v FROM loads
-	   WHERE v > coalesce(last, 0) ORDER BY v LIMIT 1
-	$$;
-	SELECT autocdc.create_snapshot_flow('s2', NULL, '{k}', source_function => 'next_snap(bigint)',
-										continuous => false);
 });
+upgrade_snapshot_flows($node);
 # the first reads of the changes() flows, of the empty table: every change
 # is then decoded, once
 $node->safe_psql('postgres', q{SELECT * FROM autocdc.run_flow('c1')});
@@ -326,47 +315,16 @@ write_events(60);
 change_src(30);
 check_targets('at 0.2');
 check_counts('at 0.2');
-$node->safe_psql('postgres', q{
-	CREATE TABLE snap_1 (k int, v text);
-	INSERT INTO snap_1 VALUES (1, 'p'), (2, 'q');
-	INSERT INTO loads VALUES (1);
-	SELECT * FROM autocdc.run_flow('s2');
-});
-is($node->safe_psql('postgres', 'SELECT k, v FROM s2 ORDER BY k'), "1|p\n2|q",
-	's2 (version function) applied snapshot 1 at 0.2');
-ok( $node->poll_query_until('postgres',
-		q{SELECT string_agg(k || v, ',' ORDER BY k) FROM s1 WHERE __end_at IS NULL}, '1a,2b'),
-	's1 (table snapshot, worker) applied at 0.2');
+upgrade_snapshot_step($node, 1, 'at 0.2');
 
 # events the 0.2 library never applies: the worker is off meanwhile
-$node->append_conf('postgresql.conf', 'autocdc.enabled = off');
-$node->reload;
-$node->poll_query_until('postgres',
-	q{SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'autocdc worker'});
+stop_autocdc_worker($node);
 write_events(30);
 change_src(15);
 $node->stop;
 
 # --- the current library, before ALTER EXTENSION UPDATE ------------------------
-install_current_autocdc($src, $inst, $tmp);
-$node->append_conf('postgresql.conf', 'autocdc.enabled = on');
-my $log_offset = -s $node->logfile;
-$node->start;
-
-ok( $node->poll_query_until('postgres', q{
-		SELECT count(*) > 0 FROM pg_stat_activity WHERE backend_type = 'autocdc worker'}),
-	'the worker starts with the new library');
-write_events(20);
-ok( $node->wait_for_log(qr/autocdc 0\.2 is installed in database "postgres", but the library is 0\.3/,
-		$log_offset),
-	'the worker says that the catalog is older than the library');
-sleep(2);    # many passes of 100 ms
-my $said = () = slurp_file($node->logfile, $log_offset) =~ /autocdc 0\.2 is installed in database/g;
-is($said, 1, '... once');
-my ($ret, $out, $err) = $node->psql('postgres', q{SELECT * FROM autocdc.run_flow('r1')});
-like($err, qr/autocdc 0\.2 is installed in this database, but the server runs the autocdc 0\.3 library/,
-	'run_flow refuses before the update');
-like($err, qr/HINT:  Run ALTER EXTENSION autocdc UPDATE/, '... with the hint');
+new_library_before_update($node, $src, $inst, $tmp, '0.2', 'r1', sub { write_events(20) });
 is($node->safe_psql('postgres', q{SELECT sum(num_events) FROM autocdc.flows WHERE name = 't2'}), 60,
 	'nothing written since the 0.2 library stopped is applied yet');
 
@@ -382,26 +340,10 @@ ok($node->poll_query_until('postgres', q{SELECT count(*) FROM autocdc.flows WHER
 	'every flow is idle')
   or diag($node->safe_psql('postgres', q{SELECT name, state, last_error FROM autocdc.flows}));
 
-$node->safe_psql('postgres', q{
-	CREATE TABLE snap_2 (k int, v text);
-	INSERT INTO snap_2 VALUES (2, 'q2'), (3, 'r');
-	INSERT INTO loads VALUES (2);
-	SELECT * FROM autocdc.run_flow('s2');
-	UPDATE snapsrc SET v = 'b2' WHERE k = 2;
-	INSERT INTO snapsrc VALUES (3, 'c');
-});
-is($node->safe_psql('postgres', 'SELECT k, v FROM s2 ORDER BY k'), "2|q2\n3|r",
-	's2 (version function) continues at snapshot 2');
-ok( $node->poll_query_until('postgres',
-		q{SELECT string_agg(k || v || (__end_at IS NULL), ',' ORDER BY k, __start_at) FROM s1},
-		'1atrue,2bfalse,2b2true,3ctrue'),
-	's1 (table snapshot, worker) continues its history');
+upgrade_snapshot_step($node, 2, 'after the update');
 
 # --- the upgraded catalog equals a fresh one ----------------------------------------
-$node->safe_psql('postgres', 'CREATE DATABASE fresh');
-$node->safe_psql('fresh', 'CREATE EXTENSION autocdc');
-is($node->safe_psql('postgres', autocdc_objects_sql()), $node->safe_psql('fresh', autocdc_objects_sql()),
-	'a database upgraded from 0.2 and a fresh one hold the same autocdc objects');
+same_objects_as_fresh($node, 'a database upgraded from 0.2');
 
 $node->stop;
 done_testing();

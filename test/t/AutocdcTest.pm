@@ -13,7 +13,9 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 our @EXPORT = qw(autocdc_node start_blocked_run wait_for_restart pg_config
-  old_autocdc_installation install_current_autocdc autocdc_objects_sql);
+  old_autocdc_installation install_current_autocdc autocdc_objects_sql
+  stop_autocdc_worker new_library_before_update upgrade_snapshot_flows upgrade_snapshot_step
+  same_objects_as_fresh);
 
 # A node with autocdc preloaded and wal_level = logical, started unless
 # no_start => 1.  The background worker is off unless worker => 1; conf =>
@@ -123,6 +125,114 @@ sub install_current_autocdc
 {
 	my ($src, $inst, $tmp) = @_;
 	run_or_bail("make -s -C '$src' PG_CONFIG=pg_config install DESTDIR='$inst'", "$tmp/build.log");
+}
+
+# Turn the background worker off and wait until no worker runs.
+sub stop_autocdc_worker
+{
+	my ($node) = @_;
+	$node->append_conf('postgresql.conf', 'autocdc.enabled = off');
+	$node->reload;
+	$node->poll_query_until('postgres',
+		q{SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'autocdc worker'});
+}
+
+# For the upgrade tests: install the current library over autocdc
+# $old_version into the stopped $node's installation, start it with the
+# worker on, call $meanwhile->() (to write events), and check that nothing
+# runs before ALTER EXTENSION autocdc UPDATE: the worker says so once, and
+# run_flow($flow) refuses with the hint.
+sub new_library_before_update
+{
+	my ($node, $src, $inst, $tmp, $old_version, $flow, $meanwhile) = @_;
+	(my $old = $old_version) =~ s/\./\\./g;
+	install_current_autocdc($src, $inst, $tmp);
+	$node->append_conf('postgresql.conf', 'autocdc.enabled = on');
+	my $log_offset = -s $node->logfile;
+	$node->start;
+	ok( $node->poll_query_until('postgres', q{
+			SELECT count(*) > 0 FROM pg_stat_activity WHERE backend_type = 'autocdc worker'}),
+		'the worker starts with the new library');
+	$meanwhile->();
+	ok( $node->wait_for_log(qr/autocdc $old is installed in database "postgres", but the library is 0\.3/,
+			$log_offset),
+		'the worker says that the catalog is older than the library');
+	sleep(2);    # many passes of 100 ms
+	my $said = () = slurp_file($node->logfile, $log_offset) =~ /autocdc $old is installed in database/g;
+	is($said, 1, '... once');
+	my ($ret, $out, $err) = $node->psql('postgres', qq{SELECT * FROM autocdc.run_flow('$flow')});
+	like($err, qr/autocdc $old is installed in this database, but the server runs the autocdc 0\.3 library/,
+		'run_flow refuses before the update');
+	like($err, qr/HINT:  Run ALTER EXTENSION autocdc UPDATE/, '... with the hint');
+}
+
+# For the upgrade tests: two snapshot flows as every release had them - s1
+# (SCD 2) of the table snapsrc, run by the worker, and s2 of the version
+# function next_snap(bigint) over the tables snap_<v> listed in loads, run
+# by run_flow.
+sub upgrade_snapshot_flows
+{
+	my ($node) = @_;
+	$node->safe_psql('postgres', q{
+		CREATE TABLE snapsrc (k int PRIMARY KEY, v text);
+		INSERT INTO snapsrc VALUES (1, 'a'), (2, 'b');
+		SELECT autocdc.create_snapshot_flow('s1', 'snapsrc', '{k}', stored_as_scd_type => '2');
+		CREATE TABLE loads (v bigint PRIMARY KEY);
+		CREATE FUNCTION next_snap(last bigint) RETURNS TABLE (snapshot regclass, version bigint)
+		LANGUAGE sql SET search_path = public AS $$
+		  SELECT format('snap_%s', v)::regclass, v FROM loads
+		   WHERE v > coalesce(last, 0) ORDER BY v LIMIT 1
+		$$;
+		SELECT autocdc.create_snapshot_flow('s2', NULL, '{k}', source_function => 'next_snap(bigint)',
+											continuous => false);
+	});
+}
+
+# Step 1 (before the upgrade) or 2 (after it) of upgrade_snapshot_flows'
+# flows: a new snapshot for s2, a changed table for s1; both targets as due.
+sub upgrade_snapshot_step
+{
+	my ($node, $step, $when) = @_;
+	if ($step == 1)
+	{
+		$node->safe_psql('postgres', q{
+			CREATE TABLE snap_1 (k int, v text);
+			INSERT INTO snap_1 VALUES (1, 'p'), (2, 'q');
+			INSERT INTO loads VALUES (1);
+			SELECT * FROM autocdc.run_flow('s2');
+		});
+		is($node->safe_psql('postgres', 'SELECT k, v FROM s2 ORDER BY k'), "1|p\n2|q",
+			"s2 (version function) applied snapshot 1 $when");
+		ok( $node->poll_query_until('postgres',
+				q{SELECT string_agg(k || v, ',' ORDER BY k) FROM s1 WHERE __end_at IS NULL}, '1a,2b'),
+			"s1 (table snapshot, worker) applied $when");
+		return;
+	}
+	$node->safe_psql('postgres', q{
+		CREATE TABLE snap_2 (k int, v text);
+		INSERT INTO snap_2 VALUES (2, 'q2'), (3, 'r');
+		INSERT INTO loads VALUES (2);
+		SELECT * FROM autocdc.run_flow('s2');
+		UPDATE snapsrc SET v = 'b2' WHERE k = 2;
+		INSERT INTO snapsrc VALUES (3, 'c');
+	});
+	is($node->safe_psql('postgres', 'SELECT k, v FROM s2 ORDER BY k'), "2|q2\n3|r",
+		"s2 (version function) continues at snapshot 2 $when");
+	ok( $node->poll_query_until('postgres',
+			q{SELECT string_agg(k || v || (__end_at IS NULL), ',' ORDER BY k, __start_at) FROM s1},
+			'1atrue,2bfalse,2b2true,3ctrue'),
+		"s1 (table snapshot, worker) continues its history $when");
+}
+
+# The autocdc objects of database postgres equal those of a database
+# created fresh at the current version.
+sub same_objects_as_fresh
+{
+	my ($node, $what) = @_;
+	$node->safe_psql('postgres', 'CREATE DATABASE fresh');
+	$node->safe_psql('fresh', 'CREATE EXTENSION autocdc');
+	is($node->safe_psql('postgres', autocdc_objects_sql()), $node->safe_psql('fresh', autocdc_objects_sql()),
+		"$what and a fresh one hold the same autocdc objects");
 }
 
 # A listing of the autocdc extension's objects in the current database
