@@ -6,7 +6,9 @@
  *		keys, IS DISTINCT FROM on the other columns.  Only the rows that
  *		differ become events - an upsert for a new or changed key, a delete
  *		for a vanished one, all at the snapshot's version - applied by the
- *		engine like a change flow's.  The same query counts the snapshot's
+ *		engine like a change flow's; when the target has expectations, the
+ *		rows equal to the target's come too, only to be checked and counted
+ *		(EVENT_UNCHANGED).  The same query counts the snapshot's
  *		rows and refuses duplicate and NULL keys (autocdc_internal.
  *		_snapshot_check, in an InitPlan), so the check and the comparison see
  *		one snapshot of the database.
@@ -227,6 +229,31 @@ snapshot_check_sql(FlowDef *flow, Oid rel, const char *snapname, const char *key
 }
 
 /*
+ * The events of a snapshot into a target change flows write too (nulls: a
+ * NULL per data column; sel: the snapshot's data columns): a truncate, then
+ * every row as an upsert, all at the version; they arrive at the WAL
+ * position of the read, the truncate first (as rows read under a snapshot,
+ * SNAPSHOT_ORD_BASE on).  The truncate's branch runs the check, before any
+ * upsert.
+ */
+static void
+mixed_sql(StringInfo sql, const char *nulls, const char *sel, const char *vliteral,
+		  const char *check, const char *snapname)
+{
+	char	   *arrival = psprintf("'" COMPAT_LSN_FORMAT "'::pg_catalog.pg_lsn",
+								   LSN_FORMAT_ARGS(GetXLogInsertRecPtr()));
+
+	appendStringInfo(sql,
+					 "SELECT %s%s, %s, '" INT64_FORMAT "'::pg_catalog.int8, 't'::pg_catalog.\"char\" "
+					 "WHERE %s "
+					 "UNION ALL "
+					 "SELECT %s%s, %s, '" INT64_FORMAT "'::pg_catalog.int8, 'u'::pg_catalog.\"char\" "
+					 "FROM %s s",
+					 nulls, vliteral, arrival, (int64) SNAPSHOT_ORD_BASE, check,
+					 sel, vliteral, arrival, (int64) SNAPSHOT_ORD_BASE + 1, snapname);
+}
+
+/*
  * The query returning the events of one snapshot in the shape the apply
  * engine classifies (data columns in hidden-state order, sequence, lsn, ord,
  * kind).  full: every snapshot row as an upsert; otherwise only the rows
@@ -303,25 +330,7 @@ events_sql(FlowDef *flow, Oid rel, const char *vliteral, bool full, bool keys_un
 
 	initStringInfo(&sql);
 	if (mixed)
-	{
-		/*
-		 * A truncate, then every row as an upsert, all at the version; they
-		 * arrive at the WAL position of the read, the truncate first (as
-		 * rows read under a snapshot, SNAPSHOT_ORD_BASE on).  The truncate's
-		 * branch runs the check, before any upsert.
-		 */
-		char	   *arrival = psprintf("'" COMPAT_LSN_FORMAT "'::pg_catalog.pg_lsn",
-									   LSN_FORMAT_ARGS(GetXLogInsertRecPtr()));
-
-		appendStringInfo(&sql,
-						 "SELECT %s%s, %s, '" INT64_FORMAT "'::pg_catalog.int8, 't'::pg_catalog.\"char\" "
-						 "WHERE %s "
-						 "UNION ALL "
-						 "SELECT %s%s, %s, '" INT64_FORMAT "'::pg_catalog.int8, 'u'::pg_catalog.\"char\" "
-						 "FROM %s s",
-						 nulls.data, vliteral, arrival, (int64) SNAPSHOT_ORD_BASE, check,
-						 sel.data, vliteral, arrival, (int64) SNAPSHOT_ORD_BASE + 1, snapname);
-	}
+		mixed_sql(&sql, nulls.data, sel.data, vliteral, check, snapname);
 	else if (full)
 		appendStringInfo(&sql,
 						 "SELECT %s%s, '0/0'::pg_catalog.pg_lsn, 0::pg_catalog.int8, 'u'::pg_catalog.\"char\" "
