@@ -203,6 +203,24 @@ SELECT expectations FROM autocdc.flow_runs WHERE flow = 'x_snap' ORDER BY id DES
 SELECT autocdc.drop_flow('x_snap', drop_target => true);
 DROP TABLE x_snap_src;
 
+-- a first snapshot rewrites its target: into an existing table holding rows,
+-- a row an expectation drops fails the run (the key's rows could not stay as
+-- they are); warn still applies, and with no rows dropped the run succeeds
+-- (9, absent from the snapshot, is deleted)
+CREATE TABLE x_old_src (id int PRIMARY KEY, v int);
+INSERT INTO x_old_src VALUES (1, -1), (2, 2);
+CREATE TABLE x_old (id int PRIMARY KEY, v int);
+INSERT INTO x_old VALUES (1, 1), (9, 9);
+SELECT autocdc.create_snapshot_flow('x_old', 'x_old_src', '{id}', continuous => false);
+SELECT autocdc.set_expectation('x_old', 'positive', 'v > 0', 'drop');
+SELECT x_try($$SELECT * FROM autocdc.run_flow('x_old')$$) AS first_snapshot_drop;
+SELECT * FROM x_old ORDER BY id;
+SELECT autocdc.set_expectation('x_old', 'positive', 'v > 0');
+SELECT * FROM autocdc.run_flow('x_old');
+SELECT * FROM x_old ORDER BY id;
+SELECT autocdc.drop_flow('x_old', drop_target => true);
+DROP TABLE x_old_src;
+
 -- a version function, SCD 2: each version applied in a run is counted; a
 -- dropped key keeps its current version open (neither closed nor replaced)
 CREATE TABLE x_versions (snapshot regclass, version bigint);

@@ -916,6 +916,13 @@ check_expectations(ClassifyScan *cs, Datum *values, bool *nulls, int base, XLogR
 		else if (e->action == EXPECT_FAIL && failed == NULL)
 			failed = e;
 	}
+	if (failed == NULL && drop && f->run.drop_refused)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("flow \"%s\": an expectation drops the row with key %s of its first snapshot, but target \"%s\" already holds rows",
+						f->name, fold_key_text(&cs->a->c, values, nulls), get_rel_name(f->target)),
+				 errdetail("A first snapshot rewrites its target, so the key's rows could not stay as they are."),
+				 errhint("Empty the target or correct the snapshot before the first run, or drop the expectation until it has run.")));
 	if (failed == NULL)
 		return drop ? EXPECT_OUT_DROPPED : EXPECT_OUT_KEPT;
 	if (f->run.skip_invalid)

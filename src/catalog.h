@@ -39,6 +39,10 @@ typedef struct FlowRun
 								 * conditions read (set by source_check) */
 	List	   *expectations;	/* the target's Expectations, with this run's
 								 * counts (set by run_prepare) */
+	bool		snapshot_refresh;	/* a snapshot flow's full_refresh */
+	bool		drop_refused;	/* a first snapshot into a target holding
+								 * rows: a row an expectation drops fails the
+								 * run (its key's rows could not stay) */
 } FlowRun;
 
 /* An expectation of a target (autocdc.expectation) and one run's counts. */

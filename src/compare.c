@@ -429,6 +429,14 @@ compare_snapshot(FlowDef *flow, Oid snapshot, const char *version, bool full, bo
 				 errmsg("snapshot flow \"%s\" cannot check the expectations of target \"%s\", which change flows write too",
 						flow->name, get_rel_name(flow->target)),
 				 errhint("Drop them with autocdc.drop_expectation, or let the snapshot flow write a target of its own.")));
+	/* a first snapshot rewrites the target: one holding rows cannot keep a dropped key's */
+	flow->run.drop_refused = false;
+	if (full && !mixed && !flow->run.snapshot_refresh && flow->run.expectations != NIL)
+	{
+		spi_exec(psprintf("SELECT FROM ONLY %s LIMIT 1", qualified_relname(flow->target)),
+				 SPI_OK_SELECT);
+		flow->run.drop_refused = (SPI_processed > 0);
+	}
 	keys_unique = keys_unique_in(snapshot, flow->keys);
 	sql = events_sql(flow, snapshot, version, full, keys_unique, mixed);
 

@@ -190,6 +190,7 @@ snap_run_versions(FlowDef *flow, RunMetrics *m, bool refresh)
 	run_advertise(flow);		/* autocdc.flows shows 'running' */
 	/* counted over the whole run */
 	flow->run.expectations = run_load_expectations(flow);
+	flow->run.snapshot_refresh = refresh;
 	if (flow->once && flow->once_done && !refresh)
 		return 0;
 	if (flow->source_query != NULL)
