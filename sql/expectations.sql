@@ -153,11 +153,167 @@ INSERT INTO x_h_feed VALUES (1, 13, 1), (2, 14, 1);
 SELECT * FROM autocdc.run_flow('x_h');
 SELECT id, v FROM x_h ORDER BY id;
 
--- a snapshot flow does not check expectations: refused
+---------------------------------------------------------------------------
+-- snapshot flows: each row of each snapshot read is an upsert event, checked
+-- whether or not it differs from the target (num_events counts them); drop
+-- leaves the key's target rows as they are in the run (neither updated nor
+-- deleted); a key absent from the snapshot is deleted as usual; fail
+-- applies nothing.
+---------------------------------------------------------------------------
+-- a table, SCD 1
 CREATE TABLE x_snap_src (id int PRIMARY KEY, v int);
 SELECT autocdc.create_snapshot_flow('x_snap', 'x_snap_src', '{id}', continuous => false);
 SELECT * FROM autocdc.run_flow('x_snap');
-SELECT x_try($$SELECT autocdc.set_expectation('x_snap', 'a', 'v > 0')$$) AS snapshot_flow;
+SELECT autocdc.set_expectation('x_snap', 'positive', 'v > 0', 'drop');
+SELECT autocdc.set_expectation('x_snap', 'small', 'v < 100');
+INSERT INTO x_snap_src VALUES (1, 1), (2, 2), (3, NULL);
+SELECT * FROM autocdc.run_flow('x_snap');
+SELECT * FROM x_snap ORDER BY id;
+-- 1 turns negative (dropped: stays 1), 2 too large (warned: applied), 3
+-- vanishes (deleted), 4 arrives negative (dropped: never inserted)
+UPDATE x_snap_src SET v = -1 WHERE id = 1;
+UPDATE x_snap_src SET v = 200 WHERE id = 2;
+DELETE FROM x_snap_src WHERE id = 3;
+INSERT INTO x_snap_src VALUES (4, -4);
+SELECT * FROM autocdc.run_flow('x_snap');
+SELECT * FROM x_snap ORDER BY id;
+SELECT expectations FROM autocdc.flow_runs WHERE flow = 'x_snap' ORDER BY id DESC LIMIT 1;
+-- the same snapshot again: nothing changes, every row is counted again
+SELECT * FROM autocdc.run_flow('x_snap');
+SELECT expectations FROM autocdc.flow_runs WHERE flow = 'x_snap' ORDER BY id DESC LIMIT 1;
+SELECT name, on_violation, num_passed, num_failed FROM autocdc.expectations
+  WHERE target = 'x_snap'::regclass ORDER BY name;
+-- fail: nothing of the run is applied (2's change neither), the key is named;
+-- a row equal to the target's is checked too
+SELECT autocdc.set_expectation('x_snap', 'not7', 'v <> 7', 'fail');
+UPDATE x_snap_src SET v = 300 WHERE id = 2;
+INSERT INTO x_snap_src VALUES (7, 7);
+SELECT x_try($$SELECT * FROM autocdc.run_flow('x_snap')$$) AS snapshot_fail;
+SELECT * FROM x_snap ORDER BY id;
+SELECT state FROM autocdc.flows WHERE name = 'x_snap';
+DELETE FROM x_snap_src WHERE id = 7;
+SELECT * FROM autocdc.run_flow('x_snap');
+SELECT autocdc.set_expectation('x_snap', 'not300', 'v <> 300', 'fail');
+SELECT x_try($$SELECT * FROM autocdc.run_flow('x_snap')$$) AS unchanged_row_fails;
+SELECT autocdc.drop_expectation('x_snap', 'not300');
+-- full_refresh empties the target first: a dropped key is absent after it
+SELECT * FROM autocdc.full_refresh('x_snap');
+SELECT * FROM x_snap ORDER BY id;
+SELECT expectations FROM autocdc.flow_runs WHERE flow = 'x_snap' ORDER BY id DESC LIMIT 1;
+SELECT autocdc.drop_flow('x_snap', drop_target => true);
+DROP TABLE x_snap_src;
+
+-- a first snapshot rewrites its target: into an existing table holding rows,
+-- a row an expectation drops fails the run (the key's rows could not stay as
+-- they are); warn still applies, and with no rows dropped the run succeeds
+-- (9, absent from the snapshot, is deleted)
+CREATE TABLE x_old_src (id int PRIMARY KEY, v int);
+INSERT INTO x_old_src VALUES (1, -1), (2, 2);
+CREATE TABLE x_old (id int PRIMARY KEY, v int);
+INSERT INTO x_old VALUES (1, 1), (9, 9);
+SELECT autocdc.create_snapshot_flow('x_old', 'x_old_src', '{id}', continuous => false);
+SELECT autocdc.set_expectation('x_old', 'positive', 'v > 0', 'drop');
+SELECT x_try($$SELECT * FROM autocdc.run_flow('x_old')$$) AS first_snapshot_drop;
+SELECT * FROM x_old ORDER BY id;
+SELECT autocdc.set_expectation('x_old', 'positive', 'v > 0');
+SELECT * FROM autocdc.run_flow('x_old');
+SELECT * FROM x_old ORDER BY id;
+SELECT autocdc.drop_flow('x_old', drop_target => true);
+DROP TABLE x_old_src;
+
+-- a version function, SCD 2: each version applied in a run is counted; a
+-- dropped key keeps its current version open (neither closed nor replaced)
+CREATE TABLE x_versions (snapshot regclass, version bigint);
+CREATE FUNCTION x_next(last bigint) RETURNS TABLE (snapshot regclass, version bigint)
+	LANGUAGE sql AS $$
+	SELECT v.snapshot, v.version FROM public.x_versions v
+	 WHERE v.version > coalesce(last, -1) ORDER BY v.version LIMIT 1
+$$;
+CREATE TABLE x_v1 (id int, v int);
+INSERT INTO x_v1 VALUES (1, 1), (2, 2);
+INSERT INTO x_versions VALUES ('x_v1', 1);
+SELECT autocdc.create_snapshot_flow('x_fn', NULL, '{id}', stored_as_scd_type => '2',
+	source_function => 'x_next(bigint)', continuous => false);
+SELECT * FROM autocdc.run_flow('x_fn');
+SELECT autocdc.set_expectation('x_fn', 'positive', 'v > 0', 'drop');
+-- version 2: 1 turns negative (dropped), 2 changes; version 3: 1 is back
+-- positive and changed, 2 vanishes (closed)
+CREATE TABLE x_v2 (id int, v int);
+INSERT INTO x_v2 VALUES (1, -1), (2, 20);
+CREATE TABLE x_v3 (id int, v int);
+INSERT INTO x_v3 VALUES (1, 10);
+INSERT INTO x_versions VALUES ('x_v2', 2), ('x_v3', 3);
+SELECT * FROM autocdc.run_flow('x_fn');
+SELECT id, v, __start_at, __end_at FROM x_fn ORDER BY id, __start_at;
+SELECT expectations FROM autocdc.flow_runs WHERE flow = 'x_fn' ORDER BY id DESC LIMIT 1;
+-- version 4: 1 negative again and 3 new but negative: only counted
+CREATE TABLE x_v4 (id int, v int);
+INSERT INTO x_v4 VALUES (1, -10), (3, -3);
+INSERT INTO x_versions VALUES ('x_v4', 4);
+SELECT * FROM autocdc.run_flow('x_fn');
+SELECT id, v, __start_at, __end_at FROM x_fn ORDER BY id, __start_at;
+-- fail names the snapshot row's key
+SELECT autocdc.set_expectation('x_fn', 'positive', 'v > 0', 'fail');
+CREATE TABLE x_v5 (id int, v int);
+INSERT INTO x_v5 VALUES (1, 11), (5, -5);
+INSERT INTO x_versions VALUES ('x_v5', 5);
+SELECT x_try($$SELECT * FROM autocdc.run_flow('x_fn')$$) AS snapshot_fail;
+SELECT id, v, __start_at, __end_at FROM x_fn ORDER BY id, __start_at;
+SELECT state FROM autocdc.flows WHERE name = 'x_fn';
+SELECT autocdc.drop_flow('x_fn', drop_target => true);
+DROP TABLE x_v1, x_v2, x_v3, x_v4, x_v5, x_versions;
+DROP FUNCTION x_next(bigint);
+
+-- a query, SCD 1 and SCD 2 (the same query's rows)
+CREATE TABLE x_q_src (id int, v int, live boolean);
+INSERT INTO x_q_src VALUES (1, 1, true), (2, 2, true);
+SELECT autocdc.create_snapshot_flow('x_q1', keys => '{id}', continuous => false,
+	source_query => 'SELECT id, v FROM public.x_q_src WHERE live');
+SELECT autocdc.create_snapshot_flow('x_q2', keys => '{id}', continuous => false,
+	stored_as_scd_type => '2', source_query => 'SELECT id, v FROM public.x_q_src WHERE live');
+SELECT * FROM autocdc.run_flow('x_q1');
+SELECT * FROM autocdc.run_flow('x_q2');
+SELECT autocdc.set_expectation('x_q1', 'small', 'v < 10', 'drop');
+SELECT autocdc.set_expectation('x_q2', 'small', 'v < 10', 'drop');
+UPDATE x_q_src SET v = 99 WHERE id = 1;
+UPDATE x_q_src SET live = false WHERE id = 2;
+INSERT INTO x_q_src VALUES (3, NULL, true);
+SELECT * FROM autocdc.run_flow('x_q1');
+SELECT * FROM autocdc.run_flow('x_q2');
+SELECT * FROM x_q1 ORDER BY id;
+SELECT id, v, __end_at IS NULL AS current FROM x_q2 ORDER BY id, __start_at;
+SELECT flow, expectations FROM autocdc.flow_runs WHERE flow IN ('x_q1', 'x_q2')
+  ORDER BY id DESC LIMIT 2;
+SELECT autocdc.drop_flow('x_q1', drop_target => true);
+SELECT autocdc.drop_flow('x_q2', drop_target => true);
+DROP TABLE x_q_src;
+
+-- a snapshot flow beside change flows in one target cannot check them:
+-- refused when set, and at the snapshot flow's run
+CREATE TABLE x_mix_feed (id int, v int, seq bigint);
+CREATE TABLE x_mix_s (id int, v int);
+CREATE TABLE x_mix_versions (snapshot regclass, version bigint);
+CREATE FUNCTION x_mix_next(last bigint) RETURNS TABLE (snapshot regclass, version bigint)
+	LANGUAGE sql AS $$
+	SELECT v.snapshot, v.version FROM public.x_mix_versions v
+	 WHERE v.version > coalesce(last, -1) ORDER BY v.version LIMIT 1
+$$;
+SELECT autocdc.create_flow('x_mix', 'x_mix_feed', '{id}', sequence_by => 'seq',
+	name => 'x_mix_cdc', continuous => false);
+SELECT autocdc.set_expectation('x_mix', 'positive', 'v > 0');
+SELECT autocdc.create_snapshot_flow('x_mix', NULL, '{id}', source_function => 'x_mix_next(bigint)',
+	name => 'x_mix_snap', continuous => false);
+INSERT INTO x_mix_s VALUES (1, 1);
+INSERT INTO x_mix_versions VALUES ('x_mix_s', 1);
+SELECT x_try($$SELECT * FROM autocdc.run_flow('x_mix_snap')$$) AS mixed_run;
+SELECT count(*) AS nothing_applied FROM x_mix;
+SELECT autocdc.drop_expectation('x_mix', 'positive');
+SELECT * FROM autocdc.run_flow('x_mix_snap');
+SELECT x_try($$SELECT autocdc.set_expectation('x_mix', 'a', 'v > 0')$$) AS mixed_set;
+SELECT autocdc.drop_flow('x_mix_snap');
+SELECT autocdc.drop_flow('x_mix_cdc', drop_target => true);
+DROP TABLE x_mix_feed, x_mix_s, x_mix_versions;
+DROP FUNCTION x_mix_next(bigint);
 
 ---------------------------------------------------------------------------
 -- the statement form: CONSTRAINT name EXPECT (condition) [ON VIOLATION

@@ -661,7 +661,8 @@ typedef struct ClassifyScan
 	Datum	   *values;			/* the row being classified */
 	bool	   *nulls;
 	bool	   *tnulls;			/* a truncate's nulls */
-	int64		ndropped;		/* upserts dropped by an expectation */
+	int64		ndropped;		/* upserts dropped by an expectation, and
+								 * unchanged snapshot rows (only counted) */
 } ClassifyScan;
 
 /* full_refresh(skip_invalid => true) names this many skipped rows */
@@ -915,6 +916,13 @@ check_expectations(ClassifyScan *cs, Datum *values, bool *nulls, int base, XLogR
 		else if (e->action == EXPECT_FAIL && failed == NULL)
 			failed = e;
 	}
+	if (failed == NULL && drop && f->run.drop_refused)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("flow \"%s\": an expectation drops the row with key %s of its first snapshot, but target \"%s\" already holds rows",
+						f->name, fold_key_text(&cs->a->c, values, nulls), get_rel_name(f->target)),
+				 errdetail("A first snapshot rewrites its target, so the key's rows could not stay as they are."),
+				 errhint("Empty the target or correct the snapshot before the first run, or drop the expectation until it has run.")));
 	if (failed == NULL)
 		return drop ? EXPECT_OUT_DROPPED : EXPECT_OUT_KEPT;
 	if (f->run.skip_invalid)
@@ -924,6 +932,14 @@ check_expectations(ClassifyScan *cs, Datum *values, bool *nulls, int base, XLogR
 					  false, ERRCODE_CHECK_VIOLATION);
 		return EXPECT_OUT_SKIPPED;
 	}
+	if (f->kind == FLOW_SNAPSHOT && !ORD_IS_SNAPSHOT(ord))
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("flow \"%s\": snapshot row with key %s violates expectation \"%s\" of target \"%s\"",
+						f->name, fold_key_text(&cs->a->c, values, nulls), failed->name,
+						get_rel_name(f->target)),
+				 errdetail("The row was read from a snapshot, so it has no commit position that skip_events could pass."),
+				 errhint("Correct or delete the row in the snapshot, or change the expectation's action with autocdc.set_expectation.")));
 	if (ORD_IS_SNAPSHOT(ord))
 		ereport(ERROR,
 				(errcode(ERRCODE_CHECK_VIOLATION),
@@ -1007,16 +1023,16 @@ classify_row(Datum *values, bool *nulls, TupleDesc desc, void *arg)
 							  false, ERRCODE_NULL_VALUE_NOT_ALLOWED);
 				return;
 			}
-	if (kind == EVENT_UPSERT && a->flow->run.expectations != NIL)
+	if ((kind == EVENT_UPSERT || kind == EVENT_UNCHANGED) && a->flow->run.expectations != NIL)
 	{
 		ExpectOutcome out = check_expectations(cs, values, nulls,
 											   a->c.ndata + 4 + (a->c.has_sys ? 1 : 0) +
 											   (a->has_ctu ? 1 : 0), lsn,
 											   DatumGetInt64(values[a->c.ndata + 2]));
 
-		if (out == EXPECT_OUT_DROPPED)
+		if (out == EXPECT_OUT_DROPPED || (kind == EVENT_UNCHANGED && out == EXPECT_OUT_KEPT))
 			cs->ndropped++;
-		if (out != EXPECT_OUT_KEPT)
+		if (out != EXPECT_OUT_KEPT || kind == EVENT_UNCHANGED)
 			return;
 	}
 	if (kind == EVENT_UPSERT && a->has_ctu &&
@@ -2289,11 +2305,5 @@ void
 apply_events(FlowDef *flow, RunMetrics *m, const char *events_sql, bool touch_all,
 			 bool no_hash)
 {
-	if (catalog_load_expectations(flow->target_id) != NIL)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("snapshot flow \"%s\" cannot check the expectations of target \"%s\"",
-						flow->name, get_rel_name(flow->target)),
-				 errhint("Expectations are checked by change flows only; drop them with autocdc.drop_expectation.")));
 	apply_common(flow, m, true, touch_all, events_sql, no_hash);
 }

@@ -38,7 +38,12 @@ typedef struct FlowRun
 	List	   *expr_columns;	/* source columns the delete and truncate
 								 * conditions read (set by source_check) */
 	List	   *expectations;	/* the target's Expectations, with this run's
-								 * counts (set by run_prepare) */
+								 * counts (set by run_prepare, or
+								 * snap_run_versions) */
+	bool		snapshot_refresh;	/* a snapshot flow's full_refresh */
+	bool		drop_refused;	/* a first snapshot into a target holding
+								 * rows: a row an expectation drops fails the
+								 * run (its key's rows could not stay) */
 } FlowRun;
 
 /* An expectation of a target (autocdc.expectation) and one run's counts. */

@@ -6,7 +6,9 @@
  *		keys, IS DISTINCT FROM on the other columns.  Only the rows that
  *		differ become events - an upsert for a new or changed key, a delete
  *		for a vanished one, all at the snapshot's version - applied by the
- *		engine like a change flow's.  The same query counts the snapshot's
+ *		engine like a change flow's; when the target has expectations, the
+ *		rows equal to the target's come too, only to be checked and counted
+ *		(EVENT_UNCHANGED).  The same query counts the snapshot's
  *		rows and refuses duplicate and NULL keys (autocdc_internal.
  *		_snapshot_check, in an InitPlan), so the check and the comparison see
  *		one snapshot of the database.
@@ -227,6 +229,31 @@ snapshot_check_sql(FlowDef *flow, Oid rel, const char *snapname, const char *key
 }
 
 /*
+ * The events of a snapshot into a target change flows write too (nulls: a
+ * NULL per data column; sel: the snapshot's data columns): a truncate, then
+ * every row as an upsert, all at the version; they arrive at the WAL
+ * position of the read, the truncate first (as rows read under a snapshot,
+ * SNAPSHOT_ORD_BASE on).  The truncate's branch runs the check, before any
+ * upsert.
+ */
+static void
+mixed_sql(StringInfo sql, const char *nulls, const char *sel, const char *vliteral,
+		  const char *check, const char *snapname)
+{
+	char	   *arrival = psprintf("'" COMPAT_LSN_FORMAT "'::pg_catalog.pg_lsn",
+								   LSN_FORMAT_ARGS(GetXLogInsertRecPtr()));
+
+	appendStringInfo(sql,
+					 "SELECT %s%s, %s, '" INT64_FORMAT "'::pg_catalog.int8, 't'::pg_catalog.\"char\" "
+					 "WHERE %s "
+					 "UNION ALL "
+					 "SELECT %s%s, %s, '" INT64_FORMAT "'::pg_catalog.int8, 'u'::pg_catalog.\"char\" "
+					 "FROM %s s",
+					 nulls, vliteral, arrival, (int64) SNAPSHOT_ORD_BASE, check,
+					 sel, vliteral, arrival, (int64) SNAPSHOT_ORD_BASE + 1, snapname);
+}
+
+/*
  * The query returning the events of one snapshot in the shape the apply
  * engine classifies (data columns in hidden-state order, sequence, lsn, ord,
  * kind).  full: every snapshot row as an upsert; otherwise only the rows
@@ -303,31 +330,13 @@ events_sql(FlowDef *flow, Oid rel, const char *vliteral, bool full, bool keys_un
 
 	initStringInfo(&sql);
 	if (mixed)
-	{
-		/*
-		 * A truncate, then every row as an upsert, all at the version; they
-		 * arrive at the WAL position of the read, the truncate first (as
-		 * rows read under a snapshot, SNAPSHOT_ORD_BASE on).  The truncate's
-		 * branch runs the check, before any upsert.
-		 */
-		char	   *arrival = psprintf("'" COMPAT_LSN_FORMAT "'::pg_catalog.pg_lsn",
-									   LSN_FORMAT_ARGS(GetXLogInsertRecPtr()));
-
-		appendStringInfo(&sql,
-						 "SELECT %s%s, %s, '" INT64_FORMAT "'::pg_catalog.int8, 't'::pg_catalog.\"char\" "
-						 "WHERE %s "
-						 "UNION ALL "
-						 "SELECT %s%s, %s, '" INT64_FORMAT "'::pg_catalog.int8, 'u'::pg_catalog.\"char\" "
-						 "FROM %s s",
-						 nulls.data, vliteral, arrival, (int64) SNAPSHOT_ORD_BASE, check,
-						 sel.data, vliteral, arrival, (int64) SNAPSHOT_ORD_BASE + 1, snapname);
-	}
+		mixed_sql(&sql, nulls.data, sel.data, vliteral, check, snapname);
 	else if (full)
 		appendStringInfo(&sql,
 						 "SELECT %s%s, '0/0'::pg_catalog.pg_lsn, 0::pg_catalog.int8, 'u'::pg_catalog.\"char\" "
 						 "FROM %s s WHERE %s",
 						 sel.data, vliteral, snapname, check);
-	else
+	else if (flow->run.expectations == NIL)
 		appendStringInfo(&sql,
 						 "SELECT %s%s, '0/0'::pg_catalog.pg_lsn, 0::pg_catalog.int8, "
 						 "(CASE WHEN s.__autocdc_p THEN 'u' ELSE 'd' END)::pg_catalog.\"char\" "
@@ -337,6 +346,21 @@ events_sql(FlowDef *flow, Oid rel, const char *vliteral, bool full, bool keys_un
 						 sel.data, vliteral, scols.data, snapname, cols.data, tname,
 						 storage_kind(flow->scd)->current_rows,
 						 on.data, check, differ.data);
+	else
+
+		/*
+		 * The target has expectations: every snapshot row is checked, so
+		 * the rows equal to the target's come too, as EVENT_UNCHANGED.
+		 */
+		appendStringInfo(&sql,
+						 "SELECT %s%s, '0/0'::pg_catalog.pg_lsn, 0::pg_catalog.int8, "
+						 "(CASE WHEN s.__autocdc_p IS NULL THEN 'd' "
+						 "WHEN t.__autocdc_p IS NULL%s THEN 'u' ELSE '%c' END)::pg_catalog.\"char\" "
+						 "FROM (SELECT %s, true AS __autocdc_p FROM %s) s "
+						 "FULL JOIN (SELECT %s, true AS __autocdc_p FROM ONLY %s%s) t ON %s "
+						 "WHERE %s",
+						 sel.data, vliteral, differ.data, EVENT_UNCHANGED, scols.data, snapname,
+						 cols.data, tname, storage_kind(flow->scd)->current_rows, on.data, check);
 	return sql.data;
 }
 
@@ -396,8 +420,25 @@ int64
 compare_snapshot(FlowDef *flow, Oid snapshot, const char *version, bool full, bool mixed,
 				 RunMetrics *m)
 {
-	bool		keys_unique = keys_unique_in(snapshot, flow->keys);
-	char	   *sql = events_sql(flow, snapshot, version, full, keys_unique, mixed);
+	bool		keys_unique;
+	char	   *sql;
+
+	if (mixed && flow->run.expectations != NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("snapshot flow \"%s\" cannot check the expectations of target \"%s\", which change flows write too",
+						flow->name, get_rel_name(flow->target)),
+				 errhint("Drop them with autocdc.drop_expectation, or let the snapshot flow write a target of its own.")));
+	/* a first snapshot rewrites the target: one holding rows cannot keep a dropped key's */
+	flow->run.drop_refused = false;
+	if (full && !mixed && !flow->run.snapshot_refresh && flow->run.expectations != NIL)
+	{
+		spi_exec(psprintf("SELECT FROM ONLY %s LIMIT 1", qualified_relname(flow->target)),
+				 SPI_OK_SELECT);
+		flow->run.drop_refused = (SPI_processed > 0);
+	}
+	keys_unique = keys_unique_in(snapshot, flow->keys);
+	sql = events_sql(flow, snapshot, version, full, keys_unique, mixed);
 
 	return apply_comparison(flow, m, sql, full && !mixed,
 							!full && !mixed && keys_unique && merge_beats_hash(snapshot));

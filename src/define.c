@@ -1707,13 +1707,14 @@ expectation_target(Oid relid, TargetDef *t)
  * The condition of an expectation: a boolean expression over the target's
  * data columns, stored schema-qualified.  Every flow into the target
  * evaluates it as its owner, so the caller must have the privileges of
- * each of them, and no snapshot flow may write the target (they do not
- * check expectations).
+ * each of them, and no snapshot flow may write the target beside change
+ * flows (it could not check them).
  */
 static char *
 expectation_condition(TargetDef *t, const char *name, const char *condition)
 {
 	ExprInfo   *info = expr_analyze(t->relid, false, condition, "expectation");
+	List	   *flows;
 	ListCell   *lc;
 
 	if (info->typid != BOOLOID)
@@ -1728,16 +1729,17 @@ expectation_condition(TargetDef *t, const char *name, const char *condition)
 					 errmsg("expectation \"%s\" reads column \"%s\", which is not a data column of target \"%s\"",
 							name, (char *) lfirst(lc), get_rel_name(t->relid)),
 					 errhint("An expectation is checked on the events' data columns, before they are applied.")));
-	foreach(lc, catalog_target_flows(t->id))
+	flows = catalog_target_flows(t->id);
+	foreach(lc, flows)
 	{
 		FlowDef    *f = catalog_load_flow(lfirst(lc), false, false);
 
-		if (f->kind == FLOW_SNAPSHOT)
+		if (f->kind == FLOW_SNAPSHOT && list_length(flows) > 1)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot set expectation \"%s\" on target \"%s\": snapshot flow \"%s\" writes it",
+					 errmsg("cannot set expectation \"%s\" on target \"%s\": snapshot flow \"%s\" writes it beside change flows",
 							name, get_rel_name(t->relid), f->name),
-					 errhint("Expectations are checked by change flows only.")));
+					 errhint("Expectations are checked by change flows and by a snapshot flow that writes its target alone.")));
 		if (!has_privs_of_role(GetUserId(), f->owner))
 			ereport(ERROR,
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),

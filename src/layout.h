@@ -103,6 +103,11 @@ extern const StateColumnDef state_columns[STATE_NCOLUMNS];
 #define EVENT_UPSERT 'u'
 #define EVENT_DELETE 'd'
 #define EVENT_TRUNCATE 't'
+/*
+ * a snapshot row equal to its key's current target row: read only to count
+ * it against the target's expectations, never stored nor applied
+ */
+#define EVENT_UNCHANGED '='
 
 /*
  * A classified event row, as the classifying query returns it: the data

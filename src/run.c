@@ -205,8 +205,8 @@ run_new_batch(FlowDef *flow, TupleDesc *bdesc, ResourceOwner owner)
  * that owner (a role's condition never runs as another role).  They live
  * as long as the flow.
  */
-static List *
-load_expectations(FlowDef *flow)
+List *
+run_load_expectations(FlowDef *flow)
 {
 	MemoryContext old = MemoryContextSwitchTo(GetMemoryChunkContext(flow));
 	List	   *result = catalog_load_expectations(flow->target_id);
@@ -241,7 +241,7 @@ run_prepare(FlowDef *flow, bool refresh, bool skip_locked)
 {
 	if (!catalog_lock_target(flow->target_id, skip_locked))
 		return false;
-	flow->run.expectations = load_expectations(flow);
+	flow->run.expectations = run_load_expectations(flow);
 	run_advertise(flow);
 	storage_sync_columns(flow, refresh);
 	source_check(flow);

@@ -26,6 +26,7 @@ extern void run_advertise(FlowDef *flow);
 extern ResourceOwner run_batch_owner(ResourceOwner parent);
 extern void run_batch_owner_release(ResourceOwner owner);
 extern Tuplestorestate *run_new_batch(FlowDef *flow, TupleDesc *bdesc, ResourceOwner owner);
+extern List *run_load_expectations(FlowDef *flow);
 extern bool run_prepare(FlowDef *flow, bool refresh, bool skip_locked);
 extern void run_apply(FlowDef *flow, Tuplestorestate *batch, TupleDesc bdesc, RowNotes *notes,
 					  RunMetrics *m, bool have_batch, bool touch_all, TimestampTz started,

@@ -118,7 +118,11 @@ run_function_versions(FlowDef *flow, RunMetrics *m)
 								flow->source_function, flow->name),
 						 errhint("Return only snapshots that exist, as regclass values.")));
 			if (flow->target_id == 0)
+			{
+				/* creates or joins the target, and reloads the flow */
 				define_snapshot_target(flow, sv->rel, vtype);
+				flow->run.expectations = run_load_expectations(flow);
+			}
 			apply_snapshot(flow, sv->rel, vtype, sv->version, m);
 			applied++;
 			last = sv->version;
@@ -184,6 +188,9 @@ snap_run_versions(FlowDef *flow, RunMetrics *m, bool refresh)
 	 */
 	*flow = *catalog_load_flow(flow->name, true, false);
 	run_advertise(flow);		/* autocdc.flows shows 'running' */
+	/* counted over the whole run */
+	flow->run.expectations = run_load_expectations(flow);
+	flow->run.snapshot_refresh = refresh;
 	if (flow->once && flow->once_done && !refresh)
 		return 0;
 	if (flow->source_query != NULL)
