@@ -25,7 +25,11 @@ CREATE TABLE people (id int, name text, city text, active boolean);
 INSERT INTO people VALUES (1, 'Ann', 'Oslo', true), (2, 'Bob', 'Rome', true), (3, 'Cy', 'Kyiv', false);
 SELECT autocdc.create_snapshot_flow('active_people', keys => '{id}',
 	source_query => 'SELECT id, upper(name) AS name, city FROM people WHERE active');
-\d active_people
+SELECT attname, format_type(atttypid, atttypmod), attnotnull
+  FROM pg_attribute WHERE attrelid = 'active_people'::regclass AND attnum > 0
+  ORDER BY attnum;
+SELECT indexrelid::regclass, indisprimary FROM pg_index
+ WHERE indrelid = 'active_people'::regclass;
 SELECT source, kind, target FROM autocdc.flows WHERE name = 'active_people';
 -- stored with every name qualified, as views are
 SELECT source_query, version_query, version_type FROM autocdc.flow WHERE name = 'active_people';
