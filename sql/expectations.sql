@@ -203,18 +203,26 @@ SELECT expectations FROM autocdc.flow_runs WHERE flow = 'x_snap' ORDER BY id DES
 SELECT autocdc.drop_flow('x_snap', drop_target => true);
 DROP TABLE x_snap_src;
 
--- a first snapshot rewrites its target: into an existing table holding rows,
--- a row an expectation drops fails the run (the key's rows could not stay as
--- they are); warn still applies, and with no rows dropped the run succeeds
--- (9, absent from the snapshot, is deleted)
+-- a first snapshot rewrites its target, but the key of a row an expectation
+-- drops stays as it was: into an existing table holding rows, 1 keeps its
+-- row, 2 comes, 9 (absent from the snapshot) goes; the next runs keep
+-- dropping the row until the source corrects it
 CREATE TABLE x_old_src (id int PRIMARY KEY, v int);
 INSERT INTO x_old_src VALUES (1, -1), (2, 2);
 CREATE TABLE x_old (id int PRIMARY KEY, v int);
 INSERT INTO x_old VALUES (1, 1), (9, 9);
 SELECT autocdc.create_snapshot_flow('x_old', 'x_old_src', '{id}', continuous => false);
 SELECT autocdc.set_expectation('x_old', 'positive', 'v > 0', 'drop');
-SELECT x_try($$SELECT * FROM autocdc.run_flow('x_old')$$) AS first_snapshot_drop;
+SELECT * FROM autocdc.run_flow('x_old');
 SELECT * FROM x_old ORDER BY id;
+SELECT expectations FROM autocdc.flow_runs WHERE flow = 'x_old' ORDER BY id DESC LIMIT 1;
+SELECT * FROM autocdc.run_flow('x_old');
+SELECT * FROM x_old ORDER BY id;
+UPDATE x_old_src SET v = 5 WHERE id = 1;
+SELECT * FROM autocdc.run_flow('x_old');
+SELECT * FROM x_old ORDER BY id;
+-- warn applies the row
+UPDATE x_old_src SET v = -5 WHERE id = 1;
 SELECT autocdc.set_expectation('x_old', 'positive', 'v > 0');
 SELECT * FROM autocdc.run_flow('x_old');
 SELECT * FROM x_old ORDER BY id;
@@ -288,10 +296,14 @@ SELECT autocdc.drop_flow('x_q1', drop_target => true);
 SELECT autocdc.drop_flow('x_q2', drop_target => true);
 DROP TABLE x_q_src;
 
--- a snapshot flow beside change flows in one target cannot check them:
--- refused when set, and at the snapshot flow's run
+-- a snapshot flow beside change flows in one target checks them too: a
+-- snapshot at version v is a truncate at v and an upsert at v of each row;
+-- a row an expectation drops leaves its key as it was, and the truncate
+-- spares that key for good (a later-arriving older event of it still
+-- applies), while it deletes the other keys absent from the snapshot
 CREATE TABLE x_mix_feed (id int, v int, seq bigint);
-CREATE TABLE x_mix_s (id int, v int);
+CREATE TABLE x_mix_s5 (id int, v int);
+CREATE TABLE x_mix_s8 (id int, v int);
 CREATE TABLE x_mix_versions (snapshot regclass, version bigint);
 CREATE FUNCTION x_mix_next(last bigint) RETURNS TABLE (snapshot regclass, version bigint)
 	LANGUAGE sql AS $$
@@ -300,19 +312,46 @@ CREATE FUNCTION x_mix_next(last bigint) RETURNS TABLE (snapshot regclass, versio
 $$;
 SELECT autocdc.create_flow('x_mix', 'x_mix_feed', '{id}', sequence_by => 'seq',
 	name => 'x_mix_cdc', continuous => false);
-SELECT autocdc.set_expectation('x_mix', 'positive', 'v > 0');
 SELECT autocdc.create_snapshot_flow('x_mix', NULL, '{id}', source_function => 'x_mix_next(bigint)',
 	name => 'x_mix_snap', continuous => false);
-INSERT INTO x_mix_s VALUES (1, 1);
-INSERT INTO x_mix_versions VALUES ('x_mix_s', 1);
-SELECT x_try($$SELECT * FROM autocdc.run_flow('x_mix_snap')$$) AS mixed_run;
-SELECT count(*) AS nothing_applied FROM x_mix;
-SELECT autocdc.drop_expectation('x_mix', 'positive');
+SELECT autocdc.set_expectation('x_mix', 'positive', 'v > 0', 'drop');
+INSERT INTO x_mix_feed VALUES (1, 10, 1), (2, 20, 1), (3, 30, 1), (4, -40, 1);
+SELECT * FROM autocdc.run_flow('x_mix_cdc');
+SELECT * FROM x_mix ORDER BY id;
+INSERT INTO x_mix_s5 VALUES (1, 11), (2, -2);
+INSERT INTO x_mix_versions VALUES ('x_mix_s5', 5);
 SELECT * FROM autocdc.run_flow('x_mix_snap');
-SELECT x_try($$SELECT autocdc.set_expectation('x_mix', 'a', 'v > 0')$$) AS mixed_set;
+SELECT * FROM x_mix ORDER BY id;
+SELECT expectations FROM autocdc.flow_runs WHERE flow = 'x_mix_snap' ORDER BY id DESC LIMIT 1;
+-- older events arriving late: 2's applies (spared), 3's does not (deleted
+-- at 5), nor 1's (upserted at 5)
+INSERT INTO x_mix_feed VALUES (2, 22, 3), (3, 33, 3), (1, 12, 4);
+SELECT * FROM autocdc.run_flow('x_mix_cdc');
+SELECT * FROM x_mix ORDER BY id;
+-- the spare is one snapshot's: version 8 drops 1's row and omits 2
+INSERT INTO x_mix_feed VALUES (2, 27, 7);
+SELECT * FROM autocdc.run_flow('x_mix_cdc');
+INSERT INTO x_mix_s8 VALUES (1, -1);
+INSERT INTO x_mix_versions VALUES ('x_mix_s8', 8);
+SELECT * FROM autocdc.run_flow('x_mix_snap');
+SELECT * FROM x_mix ORDER BY id;
+INSERT INTO x_mix_feed VALUES (1, 16, 6), (2, 26, 6);
+SELECT * FROM autocdc.run_flow('x_mix_cdc');
+SELECT * FROM x_mix ORDER BY id;
+-- the mixed fold from scratch (full_refresh of the change flow) agrees
+SELECT autocdc.full_refresh('x_mix_cdc');
+SELECT * FROM x_mix ORDER BY id;
+SELECT name, num_passed, num_failed FROM autocdc.expectations WHERE target = 'x_mix'::regclass;
+-- fail names the snapshot row and applies nothing
+SELECT autocdc.set_expectation('x_mix', 'positive', 'v > 0', 'fail');
+CREATE TABLE x_mix_s9 (id int, v int);
+INSERT INTO x_mix_s9 VALUES (1, 1), (2, -2);
+INSERT INTO x_mix_versions VALUES ('x_mix_s9', 9);
+SELECT x_try($$SELECT * FROM autocdc.run_flow('x_mix_snap')$$) AS mixed_fail;
+SELECT * FROM x_mix ORDER BY id;
 SELECT autocdc.drop_flow('x_mix_snap');
 SELECT autocdc.drop_flow('x_mix_cdc', drop_target => true);
-DROP TABLE x_mix_feed, x_mix_s, x_mix_versions;
+DROP TABLE x_mix_feed, x_mix_s5, x_mix_s8, x_mix_s9, x_mix_versions;
 DROP FUNCTION x_mix_next(bigint);
 
 ---------------------------------------------------------------------------

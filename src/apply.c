@@ -916,13 +916,6 @@ check_expectations(ClassifyScan *cs, Datum *values, bool *nulls, int base, XLogR
 		else if (e->action == EXPECT_FAIL && failed == NULL)
 			failed = e;
 	}
-	if (failed == NULL && drop && f->run.drop_refused)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("flow \"%s\": an expectation drops the row with key %s of its first snapshot, but target \"%s\" already holds rows",
-						f->name, fold_key_text(&cs->a->c, values, nulls), get_rel_name(f->target)),
-				 errdetail("A first snapshot rewrites its target, so the key's rows could not stay as they are."),
-				 errhint("Empty the target or correct the snapshot before the first run, or drop the expectation until it has run.")));
 	if (failed == NULL)
 		return drop ? EXPECT_OUT_DROPPED : EXPECT_OUT_KEPT;
 	if (f->run.skip_invalid)
@@ -932,7 +925,7 @@ check_expectations(ClassifyScan *cs, Datum *values, bool *nulls, int base, XLogR
 					  false, ERRCODE_CHECK_VIOLATION);
 		return EXPECT_OUT_SKIPPED;
 	}
-	if (f->kind == FLOW_SNAPSHOT && !ORD_IS_SNAPSHOT(ord))
+	if (f->kind == FLOW_SNAPSHOT)
 		ereport(ERROR,
 				(errcode(ERRCODE_CHECK_VIOLATION),
 				 errmsg("flow \"%s\": snapshot row with key %s violates expectation \"%s\" of target \"%s\"",
@@ -1032,6 +1025,15 @@ classify_row(Datum *values, bool *nulls, TupleDesc desc, void *arg)
 
 		if (out == EXPECT_OUT_DROPPED || (kind == EVENT_UNCHANGED && out == EXPECT_OUT_KEPT))
 			cs->ndropped++;
+		if (out == EXPECT_OUT_DROPPED && kind == EVENT_UPSERT && a->flow->run.spare_dropped)
+		{
+			/* its key's rows stay as they are: only the key is kept */
+			memcpy(cs->tnulls, nulls, sizeof(bool) * desc->natts);
+			for (i = 0; i < a->c.ndata; i++)
+				cs->tnulls[i] = nulls[i] || !a->c.is_key[i];
+			put_state_row(a, cs->events, values, cs->tnulls, (Datum) 0, values[a->c.ndata], lsn,
+						  DatumGetInt64(values[a->c.ndata + 2]), EVENT_SPARE, sysseq);
+		}
 		if (out != EXPECT_OUT_KEPT || kind == EVENT_UNCHANGED)
 			return;
 	}
@@ -1389,12 +1391,59 @@ row_equal(ApplyCtx *a, Ev *old, OutRow *o, bool same_image)
 	return true;
 }
 
+/* Does spare event s (EVENT_SPARE) spare truncate t of its snapshot? */
+static bool
+spares(ApplyCtx *a, Ev *s, Ev *t)
+{
+	return s->lsn == t->lsn && fold_seq_compare(&a->c, s->seq, t->seq) == 0;
+}
+
+/*
+ * Keep the new spare events among a key's events (evs, n) that spare a
+ * truncate of their snapshot (one into a target change flows write), for
+ * this fold and the runs to come; returns whether one spares none (a first
+ * snapshot into a table holding rows): then the key is left as it is.
+ */
+static bool
+key_left_alone(ApplyCtx *a, Ev **evs, int n)
+{
+	bool		alone = false;
+	int			i,
+				t;
+
+	for (i = 0; i < n; i++)
+	{
+		if (evs[i]->kind != EVENT_SPARE || evs[i]->src != EV_NEW)
+			continue;
+		for (t = 0; t < a->ntruncs && !spares(a, evs[i], a->truncs[t]); t++)
+			;
+		if (t < a->ntruncs)
+			keep_event(a, evs[i]);
+		else
+			alone = true;
+	}
+	return alone;
+}
+
+/* Is truncate t spared by one of the key's spare events (evs, n)? */
+static bool
+truncate_spared(ApplyCtx *a, Ev **evs, int n, Ev *t)
+{
+	int			i;
+
+	for (i = 0; i < n; i++)
+		if (evs[i]->kind == EVENT_SPARE && spares(a, evs[i], t))
+			return true;
+	return false;
+}
+
 /*
  * Fold one key: evs holds its target rows (EV_TARGET, first) and its events
- * sorted by (sequence, arrival); truncates are merged in here.  The storage
- * kind computes the key's rows; what is written follows from comparing
- * them with the target's by row identity, and the hidden state keeps what
- * the kind says.
+ * sorted by (sequence, arrival); truncates are merged in here, but for those
+ * its spare events spare (which stay in the hidden state, never folded).
+ * The storage kind computes the key's rows; what is written follows from
+ * comparing them with the target's by row identity, and the hidden state
+ * keeps what the kind says.
  */
 static void
 fold_key(ApplyCtx *a, Ev **evs, int nevs)
@@ -1413,13 +1462,22 @@ fold_key(ApplyCtx *a, Ev **evs, int nevs)
 	while (ntarget < nevs && evs[ntarget]->src == EV_TARGET)
 		ntarget++;
 
+	/* a row of a first snapshot an expectation dropped: leave the key */
+	if (key_left_alone(a, evs + ntarget, nevs - ntarget))
+		return;
+
 	/* merge the key's events with the truncates */
 	seq = palloc(sizeof(Ev *) * (nevs - ntarget + a->ntruncs + 1));
 	i = ntarget;
 	while (i < nevs || t < a->ntruncs)
 	{
-		if (t >= a->ntruncs || (i < nevs && fold_event_compare(&a->c, evs[i], a->truncs[t]) <= 0))
+		if (i < nevs && evs[i]->kind == EVENT_SPARE)
+			i++;
+		else if (t >= a->ntruncs ||
+				 (i < nevs && fold_event_compare(&a->c, evs[i], a->truncs[t]) <= 0))
 			seq[n++] = evs[i++];
+		else if (truncate_spared(a, evs + ntarget, nevs - ntarget, a->truncs[t]))
+			t++;
 		else
 		{
 			Ev		   *copy = palloc(sizeof(Ev));

@@ -41,9 +41,11 @@ typedef struct FlowRun
 								 * counts (set by run_prepare, or
 								 * snap_run_versions) */
 	bool		snapshot_refresh;	/* a snapshot flow's full_refresh */
-	bool		drop_refused;	/* a first snapshot into a target holding
-								 * rows: a row an expectation drops fails the
-								 * run (its key's rows could not stay) */
+	bool		spare_dropped;	/* a snapshot run that rewrites keys beyond
+								 * its own rows (a first snapshot into a
+								 * target holding rows, a snapshot into a
+								 * target change flows write): a row an
+								 * expectation drops becomes an EVENT_SPARE */
 } FlowRun;
 
 /* An expectation of a target (autocdc.expectation) and one run's counts. */

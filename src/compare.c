@@ -423,19 +423,19 @@ compare_snapshot(FlowDef *flow, Oid snapshot, const char *version, bool full, bo
 	bool		keys_unique;
 	char	   *sql;
 
-	if (mixed && flow->run.expectations != NIL)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("snapshot flow \"%s\" cannot check the expectations of target \"%s\", which change flows write too",
-						flow->name, get_rel_name(flow->target)),
-				 errhint("Drop them with autocdc.drop_expectation, or let the snapshot flow write a target of its own.")));
-	/* a first snapshot rewrites the target: one holding rows cannot keep a dropped key's */
-	flow->run.drop_refused = false;
-	if (full && !mixed && !flow->run.snapshot_refresh && flow->run.expectations != NIL)
+	/*
+	 * A truncate, or a first snapshot rewriting a target that holds rows,
+	 * would change the key of a row an expectation drops: such a row spares
+	 * its key instead.
+	 */
+	flow->run.spare_dropped = false;
+	if (flow->run.expectations != NIL && mixed)
+		flow->run.spare_dropped = true;
+	else if (flow->run.expectations != NIL && full && !flow->run.snapshot_refresh)
 	{
 		spi_exec(psprintf("SELECT FROM ONLY %s LIMIT 1", qualified_relname(flow->target)),
 				 SPI_OK_SELECT);
-		flow->run.drop_refused = (SPI_processed > 0);
+		flow->run.spare_dropped = (SPI_processed > 0);
 	}
 	keys_unique = keys_unique_in(snapshot, flow->keys);
 	sql = events_sql(flow, snapshot, version, full, keys_unique, mixed);

@@ -1734,12 +1734,6 @@ expectation_condition(TargetDef *t, const char *name, const char *condition)
 	{
 		FlowDef    *f = catalog_load_flow(lfirst(lc), false, false);
 
-		if (f->kind == FLOW_SNAPSHOT && list_length(flows) > 1)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot set expectation \"%s\" on target \"%s\": snapshot flow \"%s\" writes it beside change flows",
-							name, get_rel_name(t->relid), f->name),
-					 errhint("Expectations are checked by change flows and by a snapshot flow that writes its target alone.")));
 		if (!has_privs_of_role(GetUserId(), f->owner))
 			ereport(ERROR,
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),

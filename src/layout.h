@@ -108,6 +108,15 @@ extern const StateColumnDef state_columns[STATE_NCOLUMNS];
  * it against the target's expectations, never stored nor applied
  */
 #define EVENT_UNCHANGED '='
+/*
+ * a snapshot row an expectation dropped where the run would otherwise
+ * rewrite its key (a first snapshot into a table holding rows, a snapshot
+ * into a target change flows write): its key's rows stay as they are in the
+ * run, and the truncate of the same snapshot (equal sequence and arrival
+ * LSN) does not apply to the key, then or later.  Kept in the hidden state
+ * beside that truncate; only the key columns are stored.
+ */
+#define EVENT_SPARE 's'
 
 /*
  * A classified event row, as the classifying query returns it: the data

@@ -14,12 +14,19 @@
 # reads the feed under a snapshot; a snapshot: its run); a snapshot at v is
 # a truncate at v then an upsert at v of each row; of the events of a key
 # with one sequence only the last to arrive exists; a key is present iff
-# its last event is an upsert.  After every run the target must equal the
+# its last event is an upsert.  Half the sequences set an expectation that
+# drops the upserts of value 'd' when the change flow is created: such a
+# change event never arrives; such a snapshot row is no upsert, and the
+# snapshot's truncate spares its key.  A change flow joining a target the
+# snapshot flow wrote alone rebases it: a truncate at the last version and
+# an upsert at it of each current row.  After every run the target must equal the
 # fold of the events applied so far, and the run's metrics (num_events,
 # num_upserted_rows, num_deleted_rows) the model's comparison of the target
 # before and after by key (for a run that applies several snapshots: the
 # sum over them, each compared with the target before it).  A full_refresh forgets arrival: the snapshots
-# are applied again, then the change events read again arrive after them.
+# are applied again, then the change events read again arrive after them
+# (a snapshot flow that has applied no snapshot has no target yet: its
+# refresh changes nothing).
 #
 # Run just this file (as the postgres OS user, from a copy of the
 # repository, extension installed):
@@ -66,7 +73,8 @@ sub later
 	return $x->{seq} <=> $y->{seq} || $x->{arr} <=> $y->{arr} || $x->{ord} <=> $y->{ord};
 }
 
-# The target (key => val) that the applied events fold to.
+# The target (key => val) that the applied events fold to (a truncate's
+# spare: the keys it does not apply to).
 sub fold
 {
 	my ($events) = @_;
@@ -75,7 +83,8 @@ sub fold
 	for my $k (1 .. $NKEYS)
 	{
 		my $best;
-		for my $e (@truncs, grep { defined $_->{key} && $_->{key} == $k } @$events)
+		for my $e ((grep { !$_->{spare}{$k} } @truncs),
+			grep { defined $_->{key} && $_->{key} == $k } @$events)
 		{
 			$best = $e if !$best || later($e, $best) > 0;
 		}
@@ -122,6 +131,9 @@ sub gen_sequence
 	my $cdc_sql = "SELECT autocdc.create_flow('t_$id', 'feed_$id', '{k}', sequence_by => 'seq',"
 	  . " apply_as_deletes => \$\$op = 'd'\$\$, except_column_list => '{seq,op}', name => 'c_$id')"
 	  . " \\g /dev/null\n";
+	my $expect = rand() < 0.5;
+	$cdc_sql .= "SELECT autocdc.set_expectation('t_$id', 'no_d', \$\$val <> 'd'\$\$, 'drop') \\g /dev/null\n"
+	  if $expect;
 	my $cdc_first = rand() < 0.5;
 	$sql .= $cdc_sql if $cdc_first;
 	my $have_cdc = $cdc_first;
@@ -144,6 +156,7 @@ sub gen_sequence
 			$sql .= $cdc_sql;
 			$have_cdc = 1;
 			$target_exists = 1;
+			@applied = rebase($target, $lastv, $arr) if @snaps;
 			next;
 		}
 		if ($have_cdc && $r < 0.3)
@@ -155,9 +168,11 @@ sub gen_sequence
 			{
 				my $e = { key => 1 + int rand $NKEYS, arr => $arr, ord => $o,
 					up => rand() < 0.75 ? 1 : 0, val => $VALS[ int rand @VALS ] };
+				$e->{dropped} = $expect && $e->{up} && ($e->{val} // '') eq 'd';
 				# sequences around the snapshots' versions: late, equal, later
 				my $s = rand;
-				$e->{seq} = $s < 0.3 && $lastv > 0 ? 1 + int rand $lastv
+				$e->{seq} = $s < 0.15 && $lastv > 0 ? 1 + int rand $lastv
+				  : $s < 0.3 && $lastv > 0 ? $lastv - int rand 3
 				  : $s < 0.45 ? $lastv + 1 + int rand 3
 				  : $lastv + int rand 6;
 				$e->{seq} = 1 if $e->{seq} < 1;
@@ -179,8 +194,8 @@ sub gen_sequence
 				my $o = 0;
 				$_->{arr} = $arr, $_->{ord} = ++$o for @pending_changes;
 			}
-			push @applied, @pending_changes;
-			my $n = @pending_changes;
+			push @applied, grep { !$_->{dropped} } @pending_changes;
+			my $n = grep { !$_->{dropped} } @pending_changes;
 			@pending_changes = ();
 			$target = fold(\@applied);
 			my ($u, $d) = metrics($before, $target);
@@ -224,7 +239,7 @@ sub gen_sequence
 			{
 				my $before = $target;
 				$arr++;
-				push @applied, snapshot_events($s, $arr);
+				push @applied, snapshot_events($s, $arr, $expect && $have_cdc);
 				push @snaps, $s;
 				$n += keys %{ $s->{rows} };
 				$target = fold(\@applied);
@@ -244,12 +259,15 @@ sub gen_sequence
 	# full_refresh of either flow: the snapshots again, then the feed
 	my @events;
 	$arr = 0;
-	push @events, snapshot_events($_, ++$arr) for @snaps;
+	push @events, snapshot_events($_, ++$arr, $expect) for @snaps;
 	$arr++;
 	my $o = 0;
-	push @events, { %$_, arr => $arr, ord => ++$o } for @feed;
-	$target = fold(\@events);
-	$sql .= "SELECT 'RUN:refresh' FROM autocdc.full_refresh('" . (rand() < 0.5 ? 's' : 'c') . "_$id');\n"
+	push @events, { %$_, arr => $arr, ord => ++$o } for grep { !$_->{dropped} } @feed;
+	my $which = rand() < 0.5 ? 's' : 'c';
+	# (a snapshot flow that has applied no snapshot has no target yet: its
+	# refresh leaves the change flow's target alone)
+	$target = fold(\@events) if $which eq 'c' || @snaps;
+	$sql .= "SELECT 'RUN:refresh' FROM autocdc.full_refresh('${which}_$id');\n"
 	  . target_sql($id, 1);
 	push @want, 'refresh', render($target);
 
@@ -260,12 +278,27 @@ sub gen_sequence
 	return ($sql, join("\n", @want));
 }
 
+# A snapshot's events; with drop, its rows of value 'd' spare their keys
+# from its truncate instead of being upserts.
 sub snapshot_events
 {
-	my ($s, $arr) = @_;
-	return ({ key => undef, seq => $s->{v}, arr => $arr, ord => 0, up => 0 },
-		map { { key => $_, seq => $s->{v}, arr => $arr, ord => 1, up => 1, val => $s->{rows}{$_} } }
-		  keys %{ $s->{rows} });
+	my ($s, $arr, $drop) = @_;
+	my $r = $s->{rows};
+	my @d = $drop ? grep { ($r->{$_} // '') eq 'd' } keys %$r : ();
+	return ({ key => undef, seq => $s->{v}, arr => $arr, ord => 0, up => 0,
+			spare => { map { $_ => 1 } @d } },
+		map { { key => $_, seq => $s->{v}, arr => $arr, ord => 1, up => 1, val => $r->{$_} } }
+		  grep { !$drop || ($r->{$_} // '') ne 'd' } keys %$r);
+}
+
+# The events a change flow joining the target starts from: a truncate at
+# the last version, then an upsert at it of each row of the target.
+sub rebase
+{
+	my ($target, $v, $arr) = @_;
+	return ({ key => undef, seq => $v, arr => $arr, ord => 0, up => 0 },
+		map { { key => $_, seq => $v, arr => $arr, ord => 1, up => 1, val => $target->{$_} } }
+		  keys %$target);
 }
 
 sub target_sql
