@@ -26,10 +26,20 @@ apt_need() {
 apt_need libipc-run-perl make gcc
 pg=$(autocdc_pg_major)
 # has the archive packages of this major (a candidate, or in experimental)?
+# The distribution's own major (no AUTOCDC_PG) always is: when apt's lists
+# lack it (apt-get update ignores an index the mirror failed to send), they
+# are fetched again, twice, before the source build is tried.
 packaged() {
+	local try
 	[ -x "/usr/lib/postgresql/$pg/bin/pg_config" ] && dpkg -s "postgresql-$pg" >/dev/null 2>&1 && return 0
-	apt_update
-	apt-cache madison "postgresql-$pg" 2>/dev/null | grep -q " Packages$" || return 1
+	for try in 1 2 3; do
+		apt_update
+		apt-cache madison "postgresql-$pg" 2>/dev/null | grep -q " Packages$" && return 0
+		[ -z "${AUTOCDC_PG:-}" ] && [ $try -lt 3 ] || return 1
+		echo "postgresql-$pg is not in apt's lists: fetching them again" >&2
+		sleep 10
+		updated=""
+	done
 }
 if packaged; then
 	pkgs=("postgresql-$pg" "postgresql-server-dev-$pg" "postgresql-client-$pg")
