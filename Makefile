@@ -6,7 +6,7 @@ EXTENSION = autocdc
 DATA = autocdc--0.1.sql autocdc--0.1--0.2.sql autocdc--0.2.sql autocdc--0.2--0.3.sql autocdc--0.3.sql
 PGFILEDESC = "autocdc - declarative CDC flows for PostgreSQL"
 
-REGRESS = setup examples scd1 scd2 errors runtime statements changes lifecycle snapshot snapshot_query snapshot_mix security bitemporal asof bulk source_ddl schedule expectations
+REGRESS = setup examples scd1 scd2 errors runtime statements changes lifecycle snapshot snapshot_query snapshot_mix security bitemporal asof bulk source_ddl schedule expectations partitioned
 REGRESS_OPTS = --temp-config=$(srcdir)/test/regress.conf
 TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl

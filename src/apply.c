@@ -36,8 +36,9 @@
  * tuplestore and each query's sorts get their own share of
  * autocdc.work_mem (settings.c), so that a run's memory does not grow with
  * its transactions.  A few statements write the differences: deletes by
- * ctid, an INSERT into the target from a tuplestore, and the state's new
- * rows through heap_multi_insert.
+ * ctid in the table that holds each row (the stream query reads it with
+ * the row: a partition of a partitioned target), an INSERT into the target
+ * from a tuplestore, and the state's new rows through heap_multi_insert.
  *
  *-------------------------------------------------------------------------
  */
@@ -88,6 +89,16 @@
 #include "settings.h"
 #include "util.h"
 
+/* the stream query's columns before the data columns: __src, __tid, __rel */
+#define STREAM_LEAD 3
+
+/* A row to delete: its table and its row id there. */
+typedef struct RowRef
+{
+	Oid			rel;
+	ItemPointerData tid;
+} RowRef;
+
 /* tmap values other than a data column */
 #define TMAP_NONE (-100)
 #define TMAP_PERIOD(p) (-1 - (p))
@@ -120,10 +131,10 @@ typedef struct ApplyCtx
 	int64		ntins;
 	Tuplestorestate *sins;
 	int64		nsins;
-	ItemPointerData *tdel;
+	RowRef	   *tdel;
 	int			ntdel,
 				maxtdel;
-	ItemPointerData *sdel;
+	RowRef	   *sdel;
 	int			nsdel,
 				maxsdel;
 	RunMetrics *m;
@@ -207,17 +218,19 @@ static void put_state_row(ApplyCtx *a, Tuplestorestate *ts, Datum *dvals, bool *
 static HeapTuple form_state_tuple(ApplyCtx *a, Datum *dvals, bool *dnulls, Datum wlist,
 								  Datum seq, XLogRecPtr lsn, int64 ord, char kind, Datum sysseq);
 
-/* Append a tid to a growable array. */
+/* Append the row (table, tid) of e to a growable array. */
 static void
-push_tid(MemoryContext cxt, ItemPointerData **arr, int *n, int *max, ItemPointer tid)
+push_row(MemoryContext cxt, RowRef **arr, int *n, int *max, Ev *e)
 {
 	if (*n >= *max)
 	{
 		*max = *max ? *max * 2 : 1024;
-		*arr = *arr ? repalloc_huge(*arr, sizeof(ItemPointerData) * *max)
-			: MemoryContextAllocHuge(cxt, sizeof(ItemPointerData) * *max);
+		*arr = *arr ? repalloc_huge(*arr, sizeof(RowRef) * *max)
+			: MemoryContextAllocHuge(cxt, sizeof(RowRef) * *max);
 	}
-	(*arr)[(*n)++] = *tid;
+	(*arr)[*n].rel = e->rel;
+	(*arr)[*n].tid = e->tid;
+	(*n)++;
 }
 
 /* The type of period column p of the flow's kind. */
@@ -1505,7 +1518,7 @@ fold_key(ApplyCtx *a, Ev **evs, int nevs)
 		if (keep && e->src == EV_NEW)
 			keep_event(a, e);
 		else if (!keep && e->src == EV_STATE)
-			push_tid(a->cxt, &a->sdel, &a->nsdel, &a->maxsdel, &e->tid);
+			push_row(a->cxt, &a->sdel, &a->nsdel, &a->maxsdel, e);
 	}
 
 	/* target: compare by row identity */
@@ -1526,13 +1539,13 @@ fold_key(ApplyCtx *a, Ev **evs, int nevs)
 			/* a value written differently but equal counts as unchanged */
 			if (!row_equal(a, old, &out[found], false))
 				a->m->num_upserted++;
-			push_tid(a->cxt, &a->tdel, &a->ntdel, &a->maxtdel, &old->tid);
+			push_row(a->cxt, &a->tdel, &a->ntdel, &a->maxtdel, old);
 			emit_target_row(a, &out[found]);
 		}
 		else
 		{
 			a->m->num_deleted++;
-			push_tid(a->cxt, &a->tdel, &a->ntdel, &a->maxtdel, &old->tid);
+			push_row(a->cxt, &a->tdel, &a->ntdel, &a->maxtdel, old);
 		}
 	}
 	for (j = 0; j < nout; j++)
@@ -1551,13 +1564,15 @@ read_row(ApplyCtx *a, HeapTuple tup, TupleDesc desc)
 	int			natts = desc->natts;
 	Datum	   *values = palloc(sizeof(Datum) * natts);
 	bool	   *nulls = palloc(sizeof(bool) * natts);
-	int			base = 2;
+	int			base = STREAM_LEAD;
 	int			i;
 
 	heap_deform_tuple(tup, desc, values, nulls);
 	e->src = DatumGetInt32(values[0]);
 	if (!nulls[1])
 		e->tid = *DatumGetItemPointer(values[1]);
+	if (!nulls[2])
+		e->rel = DatumGetObjectId(values[2]);
 	e->vals = values + base;
 	e->nulls = nulls + base;
 	base += a->c.ndata;
@@ -1839,13 +1854,9 @@ fold_chunk_end(void *arg)
 	MemoryContextSwitchTo(old);
 }
 
-/*
- * Delete rows by ctid (a tid scan), with a tid[] parameter of at most
- * DELETE_CHUNK elements per statement (the array and the scan's sorted copy
- * of it stay small).
- */
+/* Delete n rows of one table (delete_rows). */
 static void
-delete_tids(Oid relid, ItemPointerData *tids, int n)
+delete_tids(Oid relid, RowRef *rows, int n)
 {
 #define DELETE_CHUNK 65536
 	Datum	   *d;
@@ -1855,8 +1866,6 @@ delete_tids(Oid relid, ItemPointerData *tids, int n)
 	char	   *sql;
 	SPIPlanPtr	plan;
 
-	if (n == 0)
-		return;
 	sql = psprintf("DELETE FROM ONLY %s WHERE ctid OPERATOR(pg_catalog.=) ANY ($1)", qualified_relname(relid));
 
 	/*
@@ -1874,7 +1883,7 @@ delete_tids(Oid relid, ItemPointerData *tids, int n)
 		Datum		arg;
 
 		for (i = 0; i < len; i++)
-			d[i] = ItemPointerGetDatum(&tids[from + i]);
+			d[i] = ItemPointerGetDatum(&rows[from + i].tid);
 		arr = construct_array(d, len, TIDOID, sizeof(ItemPointerData), false, TYPALIGN_SHORT);
 		arg = PointerGetDatum(arr);
 		if (SPI_execute_plan(plan, &arg, NULL, false, 0) != SPI_OK_DELETE)
@@ -1883,6 +1892,46 @@ delete_tids(Oid relid, ItemPointerData *tids, int n)
 	}
 	SPI_freeplan(plan);
 	pfree(d);
+}
+
+/* qsort callback: order rows by their table. */
+static int
+rowref_compare(const void *x, const void *y)
+{
+	Oid			r1 = ((const RowRef *) x)->rel;
+	Oid			r2 = ((const RowRef *) y)->rel;
+
+	return r1 < r2 ? -1 : r1 > r2 ? 1 : 0;
+}
+
+/*
+ * Delete rows by ctid (a tid scan), with a tid[] parameter of at most
+ * DELETE_CHUNK elements per statement (the array and the scan's sorted copy
+ * of it stay small).  Each row is deleted from the table that holds it: a
+ * row id names a row only within one table, so the rows of a partitioned
+ * target are deleted partition by partition, each by its own row ids.
+ */
+static void
+delete_rows(RowRef *rows, int n)
+{
+	int			from,
+				len;
+	Oid			relid;
+
+	if (n == 0)
+		return;
+	/* rows of one table (an ordinary target, the hidden state) need no sort */
+	for (len = 1; len < n && rows[len].rel == rows[0].rel; len++)
+		;
+	if (len < n)
+		qsort(rows, n, sizeof(RowRef), rowref_compare);
+	for (from = 0; from < n; from += len)
+	{
+		relid = rows[from].rel;
+		for (len = 1; from + len < n && rows[from + len].rel == relid; len++)
+			;
+		delete_tids(relid, rows + from, len);
+	}
 }
 
 /*
@@ -2052,7 +2101,9 @@ setup_truncates(ApplyCtx *a, List *truncs)
 /*
  * The query that merges the target rows, the hidden state (none for a
  * target without it) and (unless the fold takes them from the keyhash) the
- * new events of the touched keys, or of every key with everykey.  Rows: __src, __tid, the data columns, then
+ * new events of the touched keys, or of every key with everykey.  Rows:
+ * __src, __tid, __rel (the table holding a row: a partition of a
+ * partitioned target), the data columns, then
  * the event columns (EVENT_SEQ...), then the kind's period columns, then
  * __grp (target rows first within a key); ordered by key, then target rows,
  * then events by (sequence, arrival).
@@ -2088,14 +2139,15 @@ stream_sql(ApplyCtx *a, FlowDef *flow, bool everykey)
 		appendStringInfoString(&periods, ", NULL::pg_catalog.text[]");
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
-					 "SELECT %d AS __src, x.ctid AS __tid, %s, NULL::%s, NULL::pg_catalog.pg_lsn, "
-					 "NULL::pg_catalog.int8, NULL::pg_catalog.\"char\"%s, 0 AS __grp FROM ONLY %s x%s ",
+					 "SELECT %d AS __src, x.ctid AS __tid, x.tableoid AS __rel, %s, NULL::%s, "
+					 "NULL::pg_catalog.pg_lsn, NULL::pg_catalog.int8, NULL::pg_catalog.\"char\"%s, "
+					 "0 AS __grp FROM %s x%s ",
 					 EV_TARGET, data_list(a, "x.", false), seqtype, periods.data,
-					 qualified_relname(flow->target), filter);
+					 table_rows(flow->target), filter);
 	if (!a->stateless)
 		appendStringInfo(&sql,
 						 "UNION ALL "
-						 "SELECT %d, x.ctid, %s, x.%s, x.%s, x.%s, x.%s%s%s, 1 FROM %s x%s "
+						 "SELECT %d, x.ctid, x.tableoid, %s, x.%s, x.%s, x.%s, x.%s%s%s, 1 FROM %s x%s "
 						 "WHERE x.%s OPERATOR(pg_catalog.<>) '%c' ",
 						 EV_STATE, data_list(a, "x.", false), STATE_SEQ_NAME, STATE_LSN_NAME,
 						 STATE_ORD_NAME, STATE_KIND_NAME, noperiods.data, evsys,
@@ -2103,15 +2155,16 @@ stream_sql(ApplyCtx *a, FlowDef *flow, bool everykey)
 	if (!a->hashfold)
 		appendStringInfo(&sql,
 						 "UNION ALL "
-						 "SELECT %d, NULL::pg_catalog.tid, %s, x.%s, x.%s, x.%s, x.%s%s%s, 1 "
+						 "SELECT %d, NULL::pg_catalog.tid, NULL::pg_catalog.oid, %s, x.%s, x.%s, x.%s, x.%s%s%s, 1 "
 						 "FROM autocdc_internal._events(NULL::%s) x "
 						 "WHERE x.%s OPERATOR(pg_catalog.<>) '%c' ",
 						 EV_NEW, data_list(a, "x.", false), STATE_SEQ_NAME, STATE_LSN_NAME,
 						 STATE_ORD_NAME, STATE_KIND_NAME, noperiods.data, evsys,
 						 format_type_be_qualified(a->stype), STATE_KIND_NAME, EVENT_TRUNCATE);
 	appendStringInfo(&sql, "ORDER BY %s, __grp, %d, %d, %d",
-					 data_list(a, "", true), a->c.ndata + 3 + EVENT_SEQ,
-					 a->c.ndata + 3 + EVENT_LSN, a->c.ndata + 3 + EVENT_ORD);
+					 data_list(a, "", true), a->c.ndata + STREAM_LEAD + 1 + EVENT_SEQ,
+					 a->c.ndata + STREAM_LEAD + 1 + EVENT_LSN,
+					 a->c.ndata + STREAM_LEAD + 1 + EVENT_ORD);
 	return sql.data;
 }
 
@@ -2254,12 +2307,12 @@ write_differences(ApplyCtx *a, FlowDef *flow)
 {
 	compat_ReplOriginId saved_origin = compat_session_origin;
 
-	delete_tids(flow->target, a->tdel, a->ntdel);
+	delete_rows(a->tdel, a->ntdel);
 	insert_rows(a);
 	PG_TRY();
 	{
 		compat_session_origin = DoNotReplicateId;
-		delete_tids(a->staterel, a->sdel, a->nsdel);
+		delete_rows(a->sdel, a->nsdel);
 		insert_state_rows(a);
 	}
 	PG_FINALLY();

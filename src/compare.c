@@ -278,7 +278,7 @@ events_sql(FlowDef *flow, Oid rel, const char *vliteral, bool full, bool keys_un
 				nulls,
 				sql;
 	char	   *snapname = qualified_relname(rel);
-	char	   *tname = qualified_relname(flow->target);
+	char	   *tname = table_rows(flow->target);
 	char	   *check;
 	int			i;
 
@@ -341,7 +341,7 @@ events_sql(FlowDef *flow, Oid rel, const char *vliteral, bool full, bool keys_un
 						 "SELECT %s%s, '0/0'::pg_catalog.pg_lsn, 0::pg_catalog.int8, "
 						 "(CASE WHEN s.__autocdc_p THEN 'u' ELSE 'd' END)::pg_catalog.\"char\" "
 						 "FROM (SELECT %s, true AS __autocdc_p FROM %s) s "
-						 "FULL JOIN (SELECT %s, true AS __autocdc_p FROM ONLY %s%s) t ON %s "
+						 "FULL JOIN (SELECT %s, true AS __autocdc_p FROM %s%s) t ON %s "
 						 "WHERE %s AND (s.__autocdc_p IS NULL OR t.__autocdc_p IS NULL%s)",
 						 sel.data, vliteral, scols.data, snapname, cols.data, tname,
 						 storage_kind(flow->scd)->current_rows,
@@ -357,7 +357,7 @@ events_sql(FlowDef *flow, Oid rel, const char *vliteral, bool full, bool keys_un
 						 "(CASE WHEN s.__autocdc_p IS NULL THEN 'd' "
 						 "WHEN t.__autocdc_p IS NULL%s THEN 'u' ELSE '%c' END)::pg_catalog.\"char\" "
 						 "FROM (SELECT %s, true AS __autocdc_p FROM %s) s "
-						 "FULL JOIN (SELECT %s, true AS __autocdc_p FROM ONLY %s%s) t ON %s "
+						 "FULL JOIN (SELECT %s, true AS __autocdc_p FROM %s%s) t ON %s "
 						 "WHERE %s",
 						 sel.data, vliteral, differ.data, EVENT_UNCHANGED, scols.data, snapname,
 						 cols.data, tname, storage_kind(flow->scd)->current_rows, on.data, check);
@@ -433,7 +433,7 @@ compare_snapshot(FlowDef *flow, Oid snapshot, const char *version, bool full, bo
 		flow->run.spare_dropped = true;
 	else if (flow->run.expectations != NIL && full && !flow->run.snapshot_refresh)
 	{
-		spi_exec(psprintf("SELECT FROM ONLY %s LIMIT 1", qualified_relname(flow->target)),
+		spi_exec(psprintf("SELECT FROM %s LIMIT 1", table_rows(flow->target)),
 				 SPI_OK_SELECT);
 		flow->run.spare_dropped = (SPI_processed > 0);
 	}

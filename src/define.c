@@ -1219,6 +1219,7 @@ def_target(Definition *d)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("must be owner of target \"%s\"", name)));
 	tablekind_check(d->target, TABLE_TARGET, NULL);
+	storage_check_partitions_owned(d->target);
 	if (catalog_load_target(d->target, &d->tdef))
 	{
 		bool		same_keys = list_length(d->tdef.keys) == list_length(d->keys);
@@ -1517,6 +1518,7 @@ define_snapshot_function(FlowSpec *spec, const char *scd, Oid target, RangeVar *
 			ereport(ERROR,
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 					 errmsg("must be owner of target \"%s\"", trv->relname)));
+		storage_check_partitions_owned(target);
 	}
 	else if (compat_namespace_aclcheck(get_namespace_oid(trv->schemaname, false), GetUserId(),
 									   ACL_CREATE) != ACLCHECK_OK)

@@ -194,8 +194,8 @@ firstread_missing(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 		else
 			appendStringInfo(&sql, "NULL::%s", flat_type_name(att->atttypid, att->atttypmod));
 	}
-	appendStringInfo(&sql, " FROM (SELECT %s FROM ONLY %s%s EXCEPT SELECT %s FROM %s%s) m",
-					 tkeys.data, qualified_relname(flow->target),
+	appendStringInfo(&sql, " FROM (SELECT %s FROM %s%s EXCEPT SELECT %s FROM %s%s) m",
+					 tkeys.data, table_rows(flow->target),
 					 storage_kind(flow->scd)->current_rows, keys,
 					 get_rel_relkind(flow->source) == RELKIND_RELATION ? "ONLY " : "",
 					 qualified_relname(flow->source));
@@ -223,8 +223,8 @@ append_refresh_filter(FlowDef *flow, StringInfo sql)
 {
 	ListCell   *lc;
 
-	appendStringInfo(sql, " WHERE NOT EXISTS (SELECT FROM (SELECT * FROM ONLY %s%s) t WHERE true",
-					 qualified_relname(flow->target), storage_kind(flow->scd)->current_rows);
+	appendStringInfo(sql, " WHERE NOT EXISTS (SELECT FROM (SELECT * FROM %s%s) t WHERE true",
+					 table_rows(flow->target), storage_kind(flow->scd)->current_rows);
 	foreach(lc, flow->columns)
 	{
 		const char *q = quote_identifier(lfirst(lc));

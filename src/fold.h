@@ -62,7 +62,9 @@ typedef struct FoldCols
 typedef struct Ev
 {
 	int			src;			/* EV_* */
-	ItemPointerData tid;		/* target and state rows */
+	ItemPointerData tid;		/* target and state rows: the row id */
+	Oid			rel;			/* and the table holding it (a partition of a
+								 * partitioned target) */
 	Datum		seq;			/* events: the sequence */
 	bool		seqnull;
 	Datum		period[FOLD_MAX_PERIODS];	/* target rows: period columns */

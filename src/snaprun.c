@@ -259,7 +259,7 @@ snaprun_refresh(FlowDef *flow, RunMetrics *m)
 	catalog_set_snapshot_version(flow, NULL);
 	if (snap_run_versions(flow, m, true) == 0 && flow->target_id != 0)
 	{
-		spi_exec(psprintf("DELETE FROM ONLY %s", qualified_relname(flow->target)), SPI_OK_DELETE);
+		spi_exec(psprintf("DELETE FROM %s", table_rows(flow->target)), SPI_OK_DELETE);
 		m->num_deleted += SPI_processed;
 	}
 	catalog_save_progress(flow, m, started, true);

@@ -24,6 +24,7 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/heap.h"
+#include "catalog/index.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
@@ -458,17 +459,39 @@ storage_check_target(Oid target, const char *tname, const char *srcname, List *s
 }
 
 /*
+ * At create_flow: the caller, who owns the target, must own its partitions
+ * too (a run deletes from them directly, as the flow's owner).
+ */
+void
+storage_check_partitions_owned(Oid target)
+{
+	ListCell   *lc;
+
+	if (get_rel_relkind(target) != RELKIND_PARTITIONED_TABLE)
+		return;
+	foreach(lc, find_all_inheritors(target, AccessShareLock, NULL))
+		if (!compat_class_ownercheck(lfirst_oid(lc), GetUserId()))
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("must be owner of partition \"%s\" of target \"%s\"",
+							get_rel_name(lfirst_oid(lc)), get_rel_name(target)),
+					 errdetail("A flow writes the partitions of its target as its owner."),
+					 errhint("Give the partition to the owner of the target with ALTER TABLE ... OWNER TO.")));
+}
+
+/*
  * A run changes the target and the hidden state as the flow's owner, who
  * must therefore still exist and own both (a role with the privileges of
- * their owner counts, as for ALTER TABLE).  Error if not.
+ * their owner counts, as for ALTER TABLE), and every partition of a
+ * partitioned target: a run deletes from them directly.  Error if not.
  */
 void
 storage_check_owner(FlowDef *flow)
 {
 	char	   *owner = GetUserNameFromId(flow->owner, true);
 	Oid			state = storage_state_relid(flow->target_id);
-	Oid			rels[2] = {flow->target, state};
-	int			i;
+	List	   *rels;
+	ListCell   *lc;
 
 	if (owner == NULL)
 		ereport(ERROR,
@@ -476,18 +499,24 @@ storage_check_owner(FlowDef *flow)
 				 errmsg("the owner of flow \"%s\" (role %u) no longer exists", flow->name, flow->owner),
 				 errhint("A superuser can drop the flow with SELECT autocdc.drop_flow(%s) and create it again.",
 						 quote_literal_cstr(flow->name))));
-	for (i = 0; i < 2; i++)
+	rels = get_rel_relkind(flow->target) == RELKIND_PARTITIONED_TABLE ?
+		find_all_inheritors(flow->target, AccessShareLock, NULL) : list_make1_oid(flow->target);
+	if (OidIsValid(state))
+		rels = lappend_oid(rels, state);
+	foreach(lc, rels)
 	{
+		Oid			rel = lfirst_oid(lc);
 		char	   *relname;
 
-		if (!OidIsValid(rels[i]) || compat_class_ownercheck(rels[i], flow->owner))
+		if (compat_class_ownercheck(rel, flow->owner))
 			continue;
-		relname = qualified_relname(rels[i]);
+		relname = qualified_relname(rel);
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("flow \"%s\": its owner %s does not own %s %s",
 						flow->name, quote_identifier(owner),
-						i == 0 ? "its target" : "the target's hidden state", relname),
+						rel == flow->target ? "its target" : rel == state ?
+						"the target's hidden state" : "the target's partition", relname),
 				 errdetail("A flow writes and alters its target and hidden state as its owner."),
 				 errhint("Give it back with ALTER TABLE %s OWNER TO %s, or drop the flow and create it again as the owner of the target.",
 						 relname, quote_identifier(owner))));
@@ -899,7 +928,9 @@ storage_drop(int target_id, Oid target, List *typnames, bool drop_target)
  * read the table while it loads), tables the caller does not own, and
  * deferrable unique indexes (checked at commit, which a rebuild cannot do).
  * A rebuild checks uniqueness and exclusion as the inserts would have,
- * failing the run on a duplicate.
+ * failing the run on a duplicate.  A partitioned target qualifies when the
+ * partitioned table and every partition do (all empty): the partitions'
+ * indexes are rebuilt, each from its own rows.
  */
 #define STORAGE_BULK_MIN_ROWS 10000
 
@@ -911,9 +942,30 @@ bulk_load_qualifies(Relation rel, int64 nrows, bool hidden)
 	double		tuples,
 				allvisfrac;
 
-	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relowner != GetUserId() ||
+	if ((rel->rd_rel->relkind != RELKIND_RELATION &&
+		 (hidden || rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)) ||
+		rel->rd_rel->relowner != GetUserId() ||
 		rel->trigdesc != NULL || rel->rd_rules != NULL)
 		return false;
+	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+	{
+		ListCell   *lc;
+
+		foreach(lc, find_all_inheritors(RelationGetRelid(rel), RowExclusiveLock, NULL))
+		{
+			Relation	part;
+			bool		ok;
+
+			if (lfirst_oid(lc) == RelationGetRelid(rel))
+				continue;
+			part = table_open(lfirst_oid(lc), NoLock);
+			ok = bulk_load_qualifies(part, nrows, false);
+			table_close(part, NoLock);
+			if (!ok)
+				return false;
+		}
+		return true;
+	}
 	if (RelationGetNumberOfBlocks(rel) == 0)
 		return true;
 	if (!hidden)
@@ -924,27 +976,17 @@ bulk_load_qualifies(Relation rel, int64 nrows, bool hidden)
 }
 
 /*
- * Before inserting nrows rows into relid (a hidden state if hidden): take
- * its indexes out of use when the load qualifies (above), returning them
- * for storage_bulk_end (NIL when it does not).
+ * Take the valid, immediate indexes of rel out of use (storage_bulk_begin),
+ * returning them.
  */
-List *
-storage_bulk_begin(Oid relid, int64 nrows, bool hidden)
+static List *
+indexes_out_of_use(Relation rel)
 {
-	Relation	rel;
 	Relation	pg_index;
 	List	   *indexes;
 	List	   *deferred = NIL;
 	ListCell   *lc;
 
-	if (nrows < STORAGE_BULK_MIN_ROWS)
-		return NIL;
-	rel = table_open(relid, RowExclusiveLock);
-	if (!bulk_load_qualifies(rel, nrows, hidden))
-	{
-		table_close(rel, NoLock);
-		return NIL;
-	}
 	indexes = RelationGetIndexList(rel);
 	pg_index = table_open(IndexRelationId, RowExclusiveLock);
 	foreach(lc, indexes)
@@ -973,6 +1015,42 @@ storage_bulk_begin(Oid relid, int64 nrows, bool hidden)
 	if (deferred != NIL)
 		CacheInvalidateRelcache(rel);
 	list_free(indexes);
+	return deferred;
+}
+
+/*
+ * Before inserting nrows rows into relid (a hidden state if hidden): take
+ * its indexes out of use when the load qualifies (above), returning them
+ * for storage_bulk_end (NIL when it does not).
+ */
+List *
+storage_bulk_begin(Oid relid, int64 nrows, bool hidden)
+{
+	Relation	rel;
+	List	   *deferred = NIL;
+	ListCell   *lc;
+
+	if (nrows < STORAGE_BULK_MIN_ROWS)
+		return NIL;
+	rel = table_open(relid, RowExclusiveLock);
+	if (!bulk_load_qualifies(rel, nrows, hidden))
+	{
+		table_close(rel, NoLock);
+		return NIL;
+	}
+	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+	{
+		foreach(lc, find_all_inheritors(relid, NoLock, NULL))
+			if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_RELATION)
+			{
+				Relation	part = table_open(lfirst_oid(lc), NoLock);
+
+				deferred = list_concat(deferred, indexes_out_of_use(part));
+				table_close(part, NoLock);
+			}
+	}
+	else
+		deferred = indexes_out_of_use(rel);
 	table_close(rel, NoLock);
 	CommandCounterIncrement();
 	return deferred;
@@ -988,7 +1066,6 @@ storage_bulk_begin(Oid relid, int64 nrows, bool hidden)
 void
 storage_bulk_end(Oid relid, List *deferred)
 {
-	char		persistence = get_rel_persistence(relid);
 	Oid			saved_uid;
 	int			saved_sec;
 	int			level;
@@ -1007,7 +1084,10 @@ storage_bulk_end(Oid relid, List *deferred)
 	{
 		ReindexParams params = {0};
 
-		compat_reindex_index(lfirst_oid(lc), persistence, &params);
+		/* (the index of a partition, for a partitioned target) */
+		compat_reindex_index(lfirst_oid(lc),
+							 get_rel_persistence(IndexGetRelation(lfirst_oid(lc), false)),
+							 &params);
 	}
 	AtEOXact_GUC(true, level);
 	restore_user(saved_uid, saved_sec);

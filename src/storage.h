@@ -29,6 +29,7 @@ extern void storage_check_target(Oid target, const char *name, const char *srcna
 								 List *srccols, List *selected, const StorageKind *kind,
 								 Oid seqtype, Oid sysseqtype);
 extern void storage_check_owner(FlowDef *flow);
+extern void storage_check_partitions_owned(Oid target);
 extern void storage_check_kinds(FlowDef *flow);
 extern void storage_sync_columns(FlowDef *flow, bool refresh);
 extern List *storage_bulk_begin(Oid relid, int64 nrows, bool hidden);

@@ -4,12 +4,14 @@
  *		Which kinds of table a flow can write and decode.
  *
  * A run updates and deletes the rows of a target and of its hidden state by
- * their row id (ctid), which names one row only within one table: in a
- * partitioned table it names a row of each partition, in a Citus table a
- * row of each shard, and a foreign table keeps its rows elsewhere.  So a
- * flow writes only ordinary tables, which create_flow checks and every run
- * checks again (a table can be distributed with Citus after the flow was
- * created, and keeps its kind and oid).  A change flow decodes its source's
+ * their row id (ctid), which names one row only within one table.  It reads
+ * the table that holds each row with it, so a partitioned target is written
+ * partition by partition, as long as every partition is an ordinary table;
+ * but in a Citus table a row id names a row of each shard, and a foreign
+ * table keeps its rows elsewhere.  So a flow writes ordinary and
+ * partitioned tables, which create_flow checks and every run checks again
+ * (a table can be distributed with Citus, or gain a foreign partition,
+ * after the flow was created, and keeps its kind and oid).  A change flow decodes its source's
  * inserts from the WAL of this server, where the rows of a Citus table are
  * not written (they go to its shards), so such a source is refused too.
  *
@@ -29,6 +31,7 @@
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
@@ -162,11 +165,38 @@ tablekind_citus(Oid relid)
 }
 
 /*
+ * A partitioned target's partitions must all hold their rows here (ordinary
+ * tables): a foreign partition is refused as a foreign target is.
+ */
+static void
+check_partitions(Oid relid, const char *prefix, const char *what)
+{
+	ListCell   *lc;
+
+	foreach(lc, find_all_inheritors(relid, AccessShareLock, NULL))
+	{
+		char		k = get_rel_relkind(lfirst_oid(lc));
+
+		if (k == RELKIND_RELATION || k == RELKIND_PARTITIONED_TABLE)
+			continue;
+		ereport(ERROR,
+				(errcode(k == RELKIND_FOREIGN_TABLE ? ERRCODE_FEATURE_NOT_SUPPORTED :
+						 ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("%spartition \"%s\" of %s is %s", prefix, get_rel_name(lfirst_oid(lc)), what,
+						k == RELKIND_FOREIGN_TABLE ? "a foreign table" : "not an ordinary table"),
+				 errdetail("A flow writes the rows of a partitioned target in its partitions, which must keep them on this server."),
+				 errhint("Detach the partition, or write the flow into an ordinary table.")));
+	}
+}
+
+/*
  * Refuse a table whose rows a flow cannot address (its target or hidden
  * state), or whose inserts it cannot decode (the source of a change flow):
- * feature_not_supported for partitioned, foreign and Citus tables (kinds a
- * later version may support), wrong_object_type for what is no table.
- * flow: the flow's name for the message, or NULL while it is created.
+ * feature_not_supported for foreign and Citus tables and partitioned
+ * hidden states (kinds a later version may support), wrong_object_type for
+ * what is no table.  A target may be partitioned, its partitions ordinary
+ * tables.  flow: the flow's name for the message, or NULL while it is
+ * created.
  */
 void
 tablekind_check(Oid relid, TableUse use, const char *flow)
@@ -187,15 +217,17 @@ tablekind_check(Oid relid, TableUse use, const char *flow)
 				 errdetail("It was dropped while the run or the command was starting.")));
 	what = psprintf("%s \"%s\"", noun, name);
 
-	if (use != TABLE_CHANGE_SOURCE && relkind != RELKIND_RELATION)
+	if (use == TABLE_TARGET && relkind == RELKIND_PARTITIONED_TABLE)
+		check_partitions(relid, prefix, what);
+	else if (use != TABLE_CHANGE_SOURCE && relkind != RELKIND_RELATION)
 	{
 		if (relkind == RELKIND_PARTITIONED_TABLE || relkind == RELKIND_FOREIGN_TABLE)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("%s%s is a %s", prefix, what,
 							relkind == RELKIND_FOREIGN_TABLE ? "foreign table" : "partitioned table"),
-					 errdetail("A flow writes only ordinary tables: a run addresses the rows it updates and deletes by their row id, which names one row only within one table."),
-					 errhint("Write the flow into an ordinary table.")));
+					 errdetail("A flow writes only ordinary and partitioned tables on this server: a run addresses the rows it updates and deletes by their row id in the table that holds them."),
+					 errhint("Write the flow into an ordinary or a partitioned table.")));
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("%s%s is not an ordinary table", prefix, what)));

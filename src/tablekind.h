@@ -2,7 +2,7 @@
  *
  * tablekind.h
  *		Which kinds of table a flow can write and decode (base layer):
- *		ordinary tables whose rows a run can address, not partitioned,
+ *		ordinary and partitioned tables whose rows a run can address, not
  *		foreign or Citus tables.
  *
  *-------------------------------------------------------------------------

@@ -443,7 +443,8 @@ as_of_rows(FunctionCallInfo fcinfo, int key_arg, int valid_arg, int known_arg)
 	char	   *sql;
 	bool		by_index;
 
-	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_RELATION)
+	if (!OidIsValid(relid) || (get_rel_relkind(relid) != RELKIND_RELATION &&
+								get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE))
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("the first argument must be a null of a target's row type, not %s",

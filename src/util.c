@@ -777,6 +777,19 @@ qualified_relname(Oid relid)
 									  get_rel_name(relid));
 }
 
+/*
+ * A table's own rows in a FROM clause: "ONLY schema.name" for an ordinary
+ * table (not its inheritance children, which a flow does not write),
+ * "schema.name" for a partitioned table (the rows of its partitions).
+ */
+char *
+table_rows(Oid relid)
+{
+	if (get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE)
+		return qualified_relname(relid);
+	return psprintf("ONLY %s", qualified_relname(relid));
+}
+
 /* "OPERATOR(schema.=)" for the default equality of a type. */
 char *
 equality_operator(Oid typid)

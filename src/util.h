@@ -44,6 +44,7 @@ extern Datum quoted_text_array(List *names);
 extern Datum column_array(List *names, List *from);
 extern char *quoted_list(List *names);
 extern char *qualified_relname(Oid relid);
+extern char *table_rows(Oid relid);
 
 /* One column of a relation. */
 typedef struct ColInfo

@@ -19,7 +19,12 @@
 # carries a random list (text[] or name[], maybe empty) of the columns it
 # writes, NULL values included.
 # Every run_flow must also report num_events = the rows inserted since the
-# previous run (so a second run right after the last one reports 0).
+# previous run (so a second run right after the last one reports 0), and
+# after every run the target must equal the model of the events inserted so
+# far.  Each stream's target is, at random, made by create_flow, or made
+# before it as a partitioned table: by hash of the key, by a list of key
+# values over three partitions, or (SCD 2) by range of __start_at; the rows
+# must be the same.
 #
 # A second phase repeats fewer streams per mode with continuous flows and the
 # background worker on: the worker applies the flow whenever it wakes, in
@@ -398,9 +403,33 @@ my @MODES = (
 # clean-up.  Plain autocommit statements: every run_flow is its own
 # transaction.  Output lines are tagged so that NOTICEs and the like do not
 # matter.
+# The target made before the flow, as a partitioned table of kind $tkind
+# (plain: none, create_flow makes an ordinary one).
+sub target_sql
+{
+	my ($target, $mode, $tkind) = @_;
+	return '' if $tkind eq 'plain';
+	my $scd2 = $mode->{scd} == 2;
+	my $cols = 'k int, a text, b text, c text'
+	  . ($scd2 ? ', __start_at int, __end_at int, PRIMARY KEY (k, __start_at)' : ', PRIMARY KEY (k)');
+	my ($by, @parts) =
+	    $tkind eq 'hash' ? ('HASH (k)', map { "FOR VALUES WITH (MODULUS 3, REMAINDER $_)" } 0 .. 2)
+	  : $tkind eq 'list' ? ('LIST (k)', 'FOR VALUES IN (1, 4)', 'FOR VALUES IN (2)', 'DEFAULT')
+	  : ('RANGE (__start_at)', 'FOR VALUES FROM (MINVALUE) TO (3)', 'FOR VALUES FROM (3) TO (6)',
+		'FOR VALUES FROM (6) TO (MAXVALUE)');
+	my $i = 0;
+	return "CREATE TABLE $target ($cols) PARTITION BY $by;
+"
+	  . join('', map { "CREATE TABLE ${target}_p" . $i++ . " PARTITION OF $target $_;
+" } @parts)
+	  . ($scd2 && $tkind ne 'range'
+		? "CREATE UNIQUE INDEX ON $target (k) WHERE __end_at IS NULL;
+" : '');
+}
+
 sub stream_sql
 {
-	my ($id, $mode, $tracked, $events, $plan, $worker, $list) = @_;
+	my ($id, $mode, $tracked, $events, $plan, $worker, $list, $tkind) = @_;
 	my ($feed, $target, $flow) = ("feed_$id", "tgt_$id", "f_$id");
 	my @opts = (
 		"sequence_by => 'seq'",
@@ -421,11 +450,21 @@ sub stream_sql
 	# the list's type: text[] or name[]
 	my $updtype = rand() < 0.5 ? 'text[]' : 'name[]';
 	my $run = "SELECT 'RUN:' || num_events FROM autocdc.run_flow('$flow');\n";
+	my $cols = "k, quote_nullable(a), quote_nullable(b), quote_nullable(c)";
+	$cols .= ", coalesce(__start_at::text, 'NULL'), coalesce(__end_at::text, 'NULL')"
+	  if $mode->{scd} == 2;
+	my $order = $mode->{scd} == 2 ? 'k, __start_at' : 'k';
+	my $rows = sub {
+		my ($tag) = @_;
+		return "SELECT '$tag:' || concat_ws('|', $cols) FROM $target ORDER BY $order;\n";
+	};
 	my $sql =
 	    "CREATE TABLE $feed (k int, a text, b text, c text, op text, seq int, upd $updtype);\n"
+	  . target_sql($target, $mode, $tkind)
 	  . "SELECT 'FLOW:' || autocdc.create_flow('$target', '$feed', '{k}',\n    "
 	  . join(",\n    ", @opts) . ");\n"
 	  . $run;
+	my $r = 0;
 	for my $txns (@$plan)
 	{
 		for my $stmts (@$txns)
@@ -437,13 +476,12 @@ sub stream_sql
 			$sql .= "COMMIT;\n" if @$stmts > 1;
 		}
 		$sql .= $run;
+		$r++;
+		# the target after each run (the worker's runs are not known)
+		$sql .= "SELECT 'RUN$r';\n" . $rows->("AFTER$r") unless $worker;
 	}
 	$sql .= $run;    # right after the last one: nothing new
-	my $cols = "k, quote_nullable(a), quote_nullable(b), quote_nullable(c)";
-	$cols .= ", coalesce(__start_at::text, 'NULL'), coalesce(__end_at::text, 'NULL')"
-	  if $mode->{scd} == 2;
-	my $order = $mode->{scd} == 2 ? 'k, __start_at' : 'k';
-	$sql .= "SELECT 'ROW:' || concat_ws('|', $cols) FROM $target ORDER BY $order;\n";
+	$sql .= $rows->('ROW');
 	$sql .= "SELECT 'TOTAL:' || num_events FROM autocdc.flows WHERE name = '$flow';\n";
 	return $sql;
 }
@@ -502,6 +540,8 @@ for my $mode (@MODES)
 		# the column list of a partial mode: any subset, empty included
 		my $list = [ grep { rand() < 0.5 } @COLS ];
 		my $skip = skip_of($mode, $list);
+		# the target: made by create_flow, or partitioned beforehand
+		my $tkind = pick('plain', 'plain', 'hash', 'list', $mode->{scd} == 2 ? 'range' : 'hash');
 		$events_total += @$events;
 
 		my @model =
@@ -511,8 +551,19 @@ for my $mode (@MODES)
 		my $want_rows = render($mode->{scd} == 2, @model);
 		my $want_runs = join(',',
 			0, (map { my $n = 0; $n += @$_ for map { @$_ } @$_; $n } @$plan), 0);
+		# the model of the events inserted by the end of each run
+		my ($done, @want_after) = (0);
+		for my $run (@$plan)
+		{
+			$done += @$_ for map { @$_ } @$run;
+			my @prefix = @$events[ 0 .. $done - 1 ];
+			push @want_after, render($mode->{scd} == 2,
+				$mode->{scd} == 1
+				? model_scd1(\@prefix, $skip)
+				: model_scd2(\@prefix, $skip, $tracked));
+		}
 
-		my $sql = stream_sql($id, $mode, $tracked, $events, $plan, $worker, $list);
+		my $sql = stream_sql($id, $mode, $tracked, $events, $plan, $worker, $list, $tkind);
 		my ($out, $err, $timed_out) = ('', '', 0);
 		$node->psql('postgres', $sql . cleanup_sql($id),
 			stdout => \$out, stderr => \$err, on_error_stop => 0,
@@ -523,12 +574,21 @@ for my $mode (@MODES)
 		my $got_rows = join("\n", map { /^ROW:(.*)/ ? $1 : () } @lines);
 		my $got_runs = join(',', map { /^RUN:(.*)/ ? $1 : () } @lines);
 		my $got_total = join(',', map { /^TOTAL:(.*)/ ? $1 : () } @lines);
+		my @got_after;
+		for (@lines)
+		{
+			push @got_after, [] if /^RUN\d+$/;
+			push @{ $got_after[-1] }, $1 if /^AFTER\d+:(.*)/;
+		}
 
-		my $name = ($worker ? 'worker: ' : '') . "$mode->{name} stream $s (id $id, "
+		my $name = ($worker ? 'worker: ' : '') . "$mode->{name} stream $s (id $id, $tkind target, "
 		  . scalar(@$events) . " events, " . scalar(@$plan) . " runs)";
 		my $pass = is($got_rows, $want_rows, "$name: target equals the model");
 		$pass &= is($got_total, scalar(@$events), "$name: every event applied once");
 		$pass &= is($got_runs, $want_runs, "$name: num_events per run") unless $worker;
+		$pass &= is(join("\n--\n", map { join("\n", @$_) } @got_after),
+			join("\n--\n", @want_after), "$name: the target equals the model after every run")
+		  unless $worker;
 		if ($worker)
 		{
 			my $by_runs = 0;

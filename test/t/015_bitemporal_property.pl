@@ -33,7 +33,9 @@
 #     inserted since the previous run; after the last run, autocdc.as_of
 #     equals its definition (a plain query of the target) at even business
 #     times and every system time at which a belief begins, before the
-#     first, and for the current belief.
+#     first, and for the current belief.  Each target is, at random, made
+#     by create_flow or made before it as a partitioned table (by hash of
+#     the key, by range of __start_at or of __system_start_at).
 #  4. arrival order: the same events (no two sharing (business, system)
 #     sequence) fed in a shuffled order, with another run split, into a
 #     second flow: both targets equal the model.
@@ -562,9 +564,30 @@ sub sql_row
 	  . ')';
 }
 
+# The target made before the flow as a partitioned table of kind $tkind:
+# by hash of the key, by range of __start_at or of __system_start_at
+# (plain: none, create_flow makes an ordinary one).
+sub partitioned_sql
+{
+	my ($target, $tkind) = @_;
+	return '' if $tkind eq 'plain';
+	my ($by, @parts) =
+	    $tkind eq 'hash' ? ('HASH (k)', map { "FOR VALUES WITH (MODULUS 3, REMAINDER $_)" } 0 .. 2)
+	  : ("RANGE ($tkind)", 'FOR VALUES FROM (MINVALUE) TO (3)', 'FOR VALUES FROM (3) TO (6)',
+		'FOR VALUES FROM (6) TO (MAXVALUE)');
+	my $i = 0;
+	return "CREATE TABLE $target (k int, a text, b text, c text, __start_at int, __end_at int, "
+	  . "__system_start_at int, __system_end_at int, PRIMARY KEY (k, __start_at, __system_start_at)) "
+	  . "PARTITION BY $by;\n"
+	  . join('', map { "CREATE TABLE ${target}_p" . $i++ . " PARTITION OF $target $_;\n" } @parts)
+	  # (a unique index must hold the partitioning columns)
+	  . ($tkind eq '__system_start_at' ? ''
+		: "CREATE UNIQUE INDEX ON $target (k, __start_at) WHERE __system_end_at IS NULL;\n");
+}
+
 sub create_sql
 {
-	my ($id, $mode, $tracked, $types) = @_;
+	my ($id, $mode, $tracked, $types, $tkind) = @_;
 	my ($feed, $target, $flow) = ("feed_$id", "tgt_$id", "f_$id");
 	my ($btt, $stt) = @{ $types // [ 'int', 'int' ] };
 	my @opts = (
@@ -580,6 +603,7 @@ sub create_sql
 	push @opts, "track_history_column_list => '{" . join(',', @$tracked) . "}'"
 	  if $mode->{subset};
 	return "CREATE TABLE $feed (k int, a text, b text, c text, op text, bt $btt, st $stt);\n"
+	  . partitioned_sql($target, $tkind // 'plain')
 	  . "SELECT 'FLOW:' || autocdc.create_flow('$target', '$feed', '{k}',\n    "
 	  . join(",\n    ", @opts) . ");\n";
 }
@@ -601,8 +625,8 @@ sub run_sql
 # run_flow, and the flow's total.
 sub stream_sql
 {
-	my ($id, $mode, $tracked, $events, $plan) = @_;
-	my $sql = create_sql($id, $mode, $tracked) . run_sql($id, 0);
+	my ($id, $mode, $tracked, $events, $plan, $tkind) = @_;
+	my $sql = create_sql($id, $mode, $tracked, undef, $tkind) . run_sql($id, 0);
 	my $r = 0;
 	for my $txns (@$plan)
 	{
@@ -827,7 +851,10 @@ sub check_stream
 {
 	my ($name, $mode, $tracked, $events, $plan) = @_;
 	$id++;
-	my $sql = stream_sql($id, $mode, $tracked, $events, $plan);
+	# the target: made by create_flow, or partitioned beforehand
+	my $tkind = pick('plain', 'plain', 'hash', '__start_at', '__system_start_at');
+	$name .= " ($tkind target)";
+	my $sql = stream_sql($id, $mode, $tracked, $events, $plan, $tkind);
 	my ($lines, $err) = run_psql($sql . cleanup_sql($id));
 
 	my @counts = plan_counts($plan);

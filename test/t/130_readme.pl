@@ -81,6 +81,11 @@ is($node->safe_psql('readme', q{SELECT string_agg(sensor::text, ',' ORDER BY sen
 	'readings: the implausible reading was dropped, the NULL one applied');
 ok($node->poll_query_until('readme', q{SELECT string_agg(sensor::text, ',' ORDER BY sensor) = '1,3' FROM readings_st}),
 	'readings_st: the worker checks the statement-made expectation too (sensor 2 dropped)');
+is($node->safe_psql('readme', q{SELECT string_agg(concat_ws(' ', tableoid::regclass, sku, price, __start_at,
+		coalesce(__end_at::text, '-')), ', ' ORDER BY sku, __start_at) FROM prices_history}),
+	'prices_history_old 1 9.99 10 50, prices_history_old 1 9.49 50 120, prices_history_new 1 10.49 120 -, '
+	  . 'prices_history_old 2 5.00 20 -',
+	'prices_history: the partitioned target holds the versions README shows, each in its partition');
 is($node->safe_psql('readme', q{SELECT count(*) FROM autocdc.flows WHERE state = 'error'}), '0',
 	'no flow of the examples is in error');
 

@@ -8,9 +8,12 @@
 # with feature_not_supported and write nothing, the flow shows the error,
 # and runs go on once the mark is gone; full_refresh deletes nothing
 # before it refuses.  The catalog is read through its index on logicalrelid
-# when it has one, and whole without.  A partitioned or distributed table
-# is refused as a target at create_flow, a distributed one as the source of
-# a change flow.  On PostgreSQL 15, where an empty table can still be turned
+# when it has one, and whole without.  A distributed table, or a
+# partitioned one with a foreign partition, is refused as a target at
+# create_flow, a distributed one as the source of a change flow.  A
+# partitioned target that gains a foreign partition, or a partition of
+# another owner, after create_flow is refused by the next run; a partition
+# of another role's is refused at create_flow too.  On PostgreSQL 15, where an empty table can still be turned
 # into a view, a target turned into one is refused by the next run too.
 # test/t/175_citus.pl does the same with Citus itself.
 
@@ -166,6 +169,10 @@ $node->safe_psql($db, q{
 	CREATE TABLE d1 (id int, v text);
 	CREATE TABLE r1 (id int, v text);
 	CREATE TABLE p1 (id int, v text) PARTITION BY RANGE (id);
+	CREATE TABLE p1_a PARTITION OF p1 FOR VALUES FROM (0) TO (100);
+	CREATE FOREIGN DATA WRAPPER nowhere;
+	CREATE SERVER nowhere FOREIGN DATA WRAPPER nowhere;
+	CREATE FOREIGN TABLE p1_f PARTITION OF p1 FOR VALUES FROM (100) TO (200) SERVER nowhere;
 	CREATE TABLE dfeed (id int, v text, seq int);
 	INSERT INTO pg_dist_partition VALUES ('d1', 'h', 'id', 1, 's'), ('r1', 'n', NULL, 2, 't'),
 		('dfeed', 'h', 'id', 1, 's');});
@@ -177,11 +184,11 @@ for my $case (
 	[ q{SELECT autocdc.create_flow('r1', 'feed', '{id}', 'seq', column_list => '{id,v}')},
 		'target "r1" is a Citus reference table', 'reference target' ],
 	[ q{SELECT autocdc.create_flow('p1', 'feed', '{id}', 'seq', column_list => '{id,v}')},
-		'target "p1" is a partitioned table', 'partitioned target' ],
+		'partition "p1_f" of target "p1" is a foreign table', 'partitioned target with a foreign partition' ],
 	[ q{SELECT autocdc.create_snapshot_flow('p1', 'feed', '{id,seq}')},
-		'target "p1" is a partitioned table', 'partitioned snapshot target' ],
+		'partition "p1_f" of target "p1" is a foreign table', 'partitioned snapshot target with a foreign partition' ],
 	[ q{SELECT * FROM autocdc.execute('CREATE STREAMING TABLE p1')},
-		'target "p1" is a partitioned table', 'partitioned target (statement form)' ],
+		'partition "p1_f" of target "p1" is a foreign table', 'partitioned target with a foreign partition (statement form)' ],
 	[ q{SELECT * FROM autocdc.execute('CREATE STREAMING TABLE d1 (id int, v text)')},
 		'target "d1" is a Citus distributed table', 'distributed target (statement form)' ],
 	[ q{SELECT autocdc.create_flow('x1', 'dfeed', '{id}', 'seq')},
@@ -196,6 +203,56 @@ for my $case (
 like($err, qr/HINT:  Read it with a snapshot flow \(autocdc.create_snapshot_flow\), or let the application also insert its changes into a feed table on the coordinator\./,
 	'a distributed source is refused with the workaround');
 is($node->safe_psql($db, q{SELECT count(*) FROM autocdc.flows}), '2', 'no flow was created');
+
+# partitioned targets: a partition of another role's, at create_flow and
+# after it; a foreign partition attached after create_flow
+$node->safe_psql($db, q{
+	CREATE ROLE alice LOGIN;
+	CREATE ROLE bob LOGIN;
+	CREATE TABLE pfeed (id int, v text, seq int);
+	CREATE TABLE p2 (id int, v text, seq int) PARTITION BY RANGE (id);
+	CREATE TABLE p2_a PARTITION OF p2 FOR VALUES FROM (0) TO (100);
+	CREATE TABLE p2_b PARTITION OF p2 FOR VALUES FROM (100) TO (200);
+	ALTER TABLE pfeed OWNER TO alice;
+	ALTER TABLE p2 OWNER TO alice;
+	ALTER TABLE p2_a OWNER TO alice;
+	ALTER TABLE p2_b OWNER TO bob;
+	GRANT USAGE, CREATE ON SCHEMA public TO alice;});
+($ret, $out, $err) = $node->psql($db,
+	"\\set VERBOSITY verbose\nSET ROLE alice;\nSELECT autocdc.create_flow('p2', 'pfeed', '{id}', 'seq')");
+like($err, qr/ERROR:  42501: \Qmust be owner of partition "p2_b" of target "p2"\E/,
+	'create_flow refuses a partitioned target with a partition of another role');
+$node->safe_psql($db, q{
+	ALTER TABLE p2_b OWNER TO alice;
+	SET ROLE alice;
+	SELECT autocdc.create_flow('p2', 'pfeed', '{id}', 'seq');
+	INSERT INTO pfeed VALUES (1, 'a', 1), (150, 'a', 1);
+	SELECT autocdc.run_flow('p2');
+	INSERT INTO pfeed VALUES (1, 'b', 2), (150, 'b', 2);});
+is($node->safe_psql($db, q{SELECT string_agg(tableoid::regclass || ':' || id || ':' || v, ',' ORDER BY id) FROM p2}),
+	'p2_a:1:a,p2_b:150:a', 'a partitioned target of its owner is written');
+$node->safe_psql($db, q{
+	CREATE TABLE p2_c (LIKE p2);
+	ALTER TABLE p2_c OWNER TO bob;
+	ALTER TABLE p2 ATTACH PARTITION p2_c FOR VALUES FROM (200) TO (300);});
+refused_run('p2', '42501', 'flow "p2": its owner alice does not own the target\'s partition public.p2_c',
+	'a partition of another role attached after create_flow');
+# (the target cannot be read whole while it has the foreign partition)
+$node->safe_psql($db, q{ALTER TABLE p2 DETACH PARTITION p2_c});
+my $before = fingerprint('p2');
+$node->safe_psql($db, q{
+	CREATE FOREIGN TABLE p2_f PARTITION OF p2 FOR VALUES FROM (300) TO (400) SERVER nowhere;
+	ALTER TABLE p2_f OWNER TO alice;});
+($ret, $out, $err) = $node->psql($db, "\\set VERBOSITY verbose\nSELECT * FROM autocdc.run_flow('p2')");
+like($err, qr/ERROR:  0A000: \Qflow "p2": partition "p2_f" of target "p2" is a foreign table\E/,
+	'run_flow refuses a foreign partition attached after create_flow');
+is($node->safe_psql($db, q{SELECT state || ' ' || last_error_sqlstate FROM autocdc.flows WHERE name = 'p2'}),
+	'error 0A000', 'the flow shows the error');
+$node->safe_psql($db, q{DROP FOREIGN TABLE p2_f});
+is(fingerprint('p2'), $before, 'the refused run wrote nothing');
+$node->safe_psql($db, q{SELECT autocdc.run_flow('p2')});
+is($node->safe_psql($db, q{SELECT string_agg(tableoid::regclass || ':' || id || ':' || v, ',' ORDER BY id) FROM p2}),
+	'p2_a:1:b,p2_b:150:b', 'the run goes on once the partition is gone');
 
 # PostgreSQL 15 still turns an empty table into a view (CREATE RULE "_RETURN")
 SKIP:
