@@ -1,5 +1,7 @@
 -- autocdc benchmark: one flow measurement (included by measure.sql; :method
--- is scd1 or scd2).  Steps: create feed + flow; first run_flow on the empty
+-- is scd1 or scd2, or scd1p / scd2p: the same into a target made before the
+-- flow as a table partitioned by hash of the key, four partitions, with the
+-- indexes create_flow gives its own targets).  Steps: create feed + flow; first run_flow on the empty
 -- feed (it creates the database's replication slot); pre-populate the target
 -- through the flow (P insert events, one run); VACUUM ANALYZE; three
 -- CHECKPOINT + empty run_flow rounds, so that the slot catches up with all of
@@ -9,11 +11,26 @@
 -- CHECKPOINT; then the measured run_flow, alone in its transaction (capture
 -- from the WAL included); then, as a side measurement, one more run_flow with
 -- no new events.
-SELECT right(:'method', 1) AS scd, 'bench_feed' AS feed, 'bench_tgt' AS tgt,
+SELECT substr(:'method', 4, 1) AS scd, 'bench_feed' AS feed, 'bench_tgt' AS tgt,
 	   'bench_' || :'method' AS flow, 'autocdc_' || :'method' AS label,
-	   CASE WHEN :'method' = 'scd1' THEN :exp_rows1 ELSE :exp_rows2 END AS exp_rows,
+	   CASE WHEN :'method' LIKE 'scd1%' THEN :exp_rows1 ELSE :exp_rows2 END AS exp_rows,
+	   :'method' LIKE '%p' AS partitioned, :'method' LIKE 'scd2%' AS is_scd2,
 	   :P > 0 AS has_prepop \gset
 CREATE TABLE :"feed" (k bigint, a text, b int, c numeric, op text, seq bigint);
+\if :partitioned
+\if :is_scd2
+CREATE TABLE :"tgt" (k bigint, a text, b int, c numeric, __start_at bigint, __end_at bigint,
+					 PRIMARY KEY (k, __start_at)) PARTITION BY HASH (k);
+CREATE UNIQUE INDEX ON :"tgt" (k) WHERE __end_at IS NULL;
+CREATE INDEX ON :"tgt" USING gist (int8range(__start_at, __end_at)) WHERE __end_at IS NOT NULL;
+CREATE INDEX ON :"tgt" (__start_at) WHERE __end_at IS NULL;
+\else
+CREATE TABLE :"tgt" (k bigint PRIMARY KEY, a text, b int, c numeric) PARTITION BY HASH (k);
+\endif
+SELECT format('CREATE TABLE %I PARTITION OF %I FOR VALUES WITH (MODULUS 4, REMAINDER %s)',
+			  :'tgt' || '_' || r, :'tgt', r)
+  FROM generate_series(0, 3) r \gexec
+\endif
 SELECT autocdc.create_flow(:'tgt', :'feed', '{k}',
 	sequence_by => 'seq',
 	apply_as_deletes => $$op = 'DELETE'$$,
@@ -75,7 +92,10 @@ SELECT :P, :N, :'label', :secs, :r_num_events, :r_num_upserted_rows, :r_num_dele
 	   md5(string_agg(format('%s|%s|%s|%s', k, a, b, c), ',' ORDER BY k)
 			FILTER (WHERE :scd = '1' OR (to_jsonb(t) ->> '__end_at') IS NULL))
   FROM :"tgt" t;
-SELECT pg_size_pretty(pg_total_relation_size(:'tgt')) AS tgt_size,
+-- (a partitioned target's size is its partitions')
+SELECT pg_size_pretty(coalesce((SELECT sum(pg_total_relation_size(relid))::bigint
+								  FROM pg_partition_tree(:'tgt') WHERE isleaf),
+							   pg_total_relation_size(:'tgt'))) AS tgt_size,
 	   pg_size_pretty(hidden_state_bytes) AS state_size
   FROM autocdc.flows WHERE name = :'flow' \gset
 SELECT pg_size_pretty(:wal_loaded::bigint) AS p_loaded, pg_size_pretty(:wal_decoded::bigint) AS p_decoded,
