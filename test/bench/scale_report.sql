@@ -41,6 +41,37 @@ SELECT format('| %s | %s | %s | %s | %s | %s | %s |',
 						|| to_char(hi, 'FM9990.00') || ')' END)
   FROM agg ORDER BY prepop, n, method;
 
+-- the first loads: the pre-population, P insert events into the empty target in one run
+SELECT count(*) > 0 AS has_preload FROM bench_results WHERE method LIKE '% preload' \gset
+\if :has_preload
+\echo
+\echo 'First loads (the pre-population: one run of that many insert events into the empty target; indexes rebuilt after the load):'
+\echo
+\echo '| events | SCD | target | time (s) | µs/event | vs ordinary |'
+\echo '|---:|---|---|---:|---:|---:|'
+WITH runs AS (
+	SELECT r.n, r.method, r.secs, r.secs / o.secs AS ratio
+	  FROM bench_results r
+	  JOIN bench_results o ON o.method = replace(r.method, 'p preload', ' preload')
+		   AND o.n = r.n AND o.rep = r.rep
+	 WHERE r.method ~ '^autocdc_scd[12]p? preload$'),
+agg AS (
+	SELECT n, method, count(*) AS reps,
+		   percentile_cont(0.5) WITHIN GROUP (ORDER BY secs) AS secs,
+		   percentile_cont(0.5) WITHIN GROUP (ORDER BY ratio) AS ratio,
+		   min(ratio) AS lo, max(ratio) AS hi
+	  FROM runs GROUP BY n, method)
+SELECT format('| %s | %s | %s | %s | %s | %s |',
+			  to_char(n, 'FM999,999,999'), substr(method, 12, 1),
+			  CASE WHEN method LIKE '%p preload' THEN 'partitioned (hash of the key, 4)' ELSE 'ordinary' END,
+			  to_char(secs, 'FM999990.00'), to_char(1e6 * secs / n, 'FM999990.0'),
+			  CASE WHEN method NOT LIKE '%p preload' THEN '1.00'
+				   WHEN reps = 1 THEN to_char(ratio, 'FM9990.00') || '×'
+				   ELSE to_char(ratio, 'FM9990.00') || '× (' || to_char(lo, 'FM9990.00') || '–'
+						|| to_char(hi, 'FM9990.00') || ')' END)
+  FROM agg ORDER BY n, method;
+\endif
+
 SELECT count(*) AS nbad, count(*) > 0 AS bad FROM bench_results
  WHERE method NOT LIKE '% preload' AND check_result IS DISTINCT FROM 'ok' \gset
 \if :bad
