@@ -11,9 +11,10 @@
  * table keeps its rows elsewhere.  So a flow writes ordinary and
  * partitioned tables, which create_flow checks and every run checks again
  * (a table can be distributed with Citus, or gain a foreign partition,
- * after the flow was created, and keeps its kind and oid).  A change flow decodes its source's
- * inserts from the WAL of this server, where the rows of a Citus table are
- * not written (they go to its shards), so such a source is refused too.
+ * after the flow was created, and keeps its kind and oid).  A change flow
+ * decodes its source's inserts from the WAL of this server, where the rows
+ * of a Citus table are not written (they go to its shards), so such a
+ * source is refused too.
  *
  * Citus is recognised by its catalog pg_catalog.pg_dist_partition (one row
  * per table it manages), looked up by name and read directly (through its
