@@ -10,7 +10,6 @@
 #include "postgres.h"
 
 #include "catalog/pg_class.h"
-#include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -71,8 +70,7 @@ source_check(FlowDef *flow)
 		elog(ERROR, "source of flow \"%s\" is missing", flow->name);
 	if (!flow->once)
 	{
-		leaves = get_rel_relkind(flow->source) == RELKIND_PARTITIONED_TABLE ?
-			find_all_inheritors(flow->source, NoLock, NULL) : list_make1_oid(flow->source);
+		leaves = table_and_partitions(flow->source, NoLock);
 		foreach(lc, leaves)
 		{
 			Oid			leaf = lfirst_oid(lc);

@@ -467,9 +467,7 @@ storage_check_partitions_owned(Oid target)
 {
 	ListCell   *lc;
 
-	if (get_rel_relkind(target) != RELKIND_PARTITIONED_TABLE)
-		return;
-	foreach(lc, find_all_inheritors(target, AccessShareLock, NULL))
+	foreach(lc, table_and_partitions(target, AccessShareLock))
 		if (!compat_class_ownercheck(lfirst_oid(lc), GetUserId()))
 			ereport(ERROR,
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -499,8 +497,7 @@ storage_check_owner(FlowDef *flow)
 				 errmsg("the owner of flow \"%s\" (role %u) no longer exists", flow->name, flow->owner),
 				 errhint("A superuser can drop the flow with SELECT autocdc.drop_flow(%s) and create it again.",
 						 quote_literal_cstr(flow->name))));
-	rels = get_rel_relkind(flow->target) == RELKIND_PARTITIONED_TABLE ?
-		find_all_inheritors(flow->target, AccessShareLock, NULL) : list_make1_oid(flow->target);
+	rels = table_and_partitions(flow->target, AccessShareLock);
 	if (OidIsValid(state))
 		rels = lappend_oid(rels, state);
 	foreach(lc, rels)
@@ -694,8 +691,7 @@ sync_sequence_types(FlowDef *flow, const char *tname, const char *sname, Oid *se
 static void
 store_missing_value(Oid relid, const char *name, Datum value)
 {
-	List	   *rels = get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE ?
-		find_all_inheritors(relid, NoLock, NULL) : list_make1_oid(relid);
+	List	   *rels = table_and_partitions(relid, NoLock);
 	ListCell   *lc;
 
 	foreach(lc, rels)
@@ -951,13 +947,12 @@ bulk_load_qualifies(Relation rel, int64 nrows, bool hidden)
 	{
 		ListCell   *lc;
 
-		foreach(lc, find_all_inheritors(RelationGetRelid(rel), RowExclusiveLock, NULL))
+		/* each partition, at each level once */
+		foreach(lc, find_inheritance_children(RelationGetRelid(rel), RowExclusiveLock))
 		{
 			Relation	part;
 			bool		ok;
 
-			if (lfirst_oid(lc) == RelationGetRelid(rel))
-				continue;
 			part = table_open(lfirst_oid(lc), NoLock);
 			ok = bulk_load_qualifies(part, nrows, false);
 			table_close(part, NoLock);
@@ -1038,20 +1033,16 @@ storage_bulk_begin(Oid relid, int64 nrows, bool hidden)
 		table_close(rel, NoLock);
 		return NIL;
 	}
-	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
-	{
-		foreach(lc, find_all_inheritors(relid, NoLock, NULL))
-			if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_RELATION)
-			{
-				Relation	part = table_open(lfirst_oid(lc), NoLock);
-
-				deferred = list_concat(deferred, indexes_out_of_use(part));
-				table_close(part, NoLock);
-			}
-	}
-	else
-		deferred = indexes_out_of_use(rel);
 	table_close(rel, NoLock);
+	/* a partitioned target's are its partitions' */
+	foreach(lc, table_and_partitions(relid, NoLock))
+		if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_RELATION)
+		{
+			Relation	part = table_open(lfirst_oid(lc), NoLock);
+
+			deferred = list_concat(deferred, indexes_out_of_use(part));
+			table_close(part, NoLock);
+		}
 	CommandCounterIncrement();
 	return deferred;
 }

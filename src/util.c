@@ -424,8 +424,7 @@ relation_columns(Oid relid)
 void
 relation_missing_values(Oid relid, List *names, MissingValue *found, Datum *values)
 {
-	List	   *rels = get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE ?
-		find_all_inheritors(relid, NoLock, NULL) : list_make1_oid(relid);
+	List	   *rels = table_and_partitions(relid, NoLock);
 	ListCell   *lc;
 
 	memset(found, 0, sizeof(MissingValue) * list_length(names));	/* MISSING_NONE */
@@ -775,6 +774,18 @@ qualified_relname(Oid relid)
 {
 	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
 									  get_rel_name(relid));
+}
+
+/*
+ * relid and, for a partitioned table, its partitions at every level (locked
+ * in lockmode); an ordinary table's inheritance children are not included.
+ */
+List *
+table_and_partitions(Oid relid, LOCKMODE lockmode)
+{
+	if (get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE)
+		return find_all_inheritors(relid, lockmode, NULL);
+	return list_make1_oid(relid);
 }
 
 /*

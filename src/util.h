@@ -14,6 +14,7 @@
 #include "access/tupdesc.h"
 #include "nodes/pg_list.h"
 #include "nodes/primnodes.h"
+#include "storage/lockdefs.h"
 #include "utils/array.h"
 
 /* roles and search_path */
@@ -45,6 +46,7 @@ extern Datum column_array(List *names, List *from);
 extern char *quoted_list(List *names);
 extern char *qualified_relname(Oid relid);
 extern char *table_rows(Oid relid);
+extern List *table_and_partitions(Oid relid, LOCKMODE lockmode);
 
 /* One column of a relation. */
 typedef struct ColInfo
