@@ -28,6 +28,8 @@
 #                 the report shows the median of each and the range of the ratios
 #   BENCH_KEEP=1  leave the cluster running (prints how to connect and stop it)
 #   AUTOCDC_SKIP_SETUP=1  use the autocdc already installed (skip setup.sh)
+#   BENCH_METHODS what to measure (default "merge scd1 scd2"; flow.sql: scd1p, scd2p)
+#   BENCH_REPORT  the report's SQL file (default report.sql; scale_bench.sh sets them)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 if [ "$(id -u)" -ne 0 ]; then echo "run as root" >&2; exit 1; fi
@@ -71,7 +73,7 @@ for r in $(seq 1 "$REPEAT"); do
 for pg in $PREPOP; do
 	p=${pg%%:*}
 	g=${pg#*:}
-	for m in merge scd1 scd2; do
+	for m in ${BENCH_METHODS:-merge scd1 scd2}; do
 		i=$((i + 1))
 		psql -d postgres -c "CREATE DATABASE bench_m"
 		psql -d bench_m -f setup.sql
@@ -83,7 +85,7 @@ done
 done
 echo
 echo "total benchmark time: $(( $(date +%s) - start )) s; load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
-psql -d bench -f report.sql
+psql -d bench -f "${BENCH_REPORT:-report.sql}"
 if grep -qE 'PANIC|TRAP|terminated by signal' "$work/server.log"; then
 	echo "server log shows a crash:" >&2
 	grep -E 'PANIC|TRAP|terminated by signal' "$work/server.log" >&2
