@@ -87,6 +87,7 @@
 #include "layout.h"
 #include "storage.h"
 #include "settings.h"
+#include "tablekind.h"
 #include "util.h"
 
 /* the stream query's columns before the data columns: __src, __tid, __rel */
@@ -137,6 +138,15 @@ typedef struct ApplyCtx
 	RowRef	   *sdel;
 	int			nsdel,
 				maxsdel;
+	/* a Citus-distributed target: rows addressed by key (write_by_key) */
+	bool		distributed;
+	Oid			truncrel;		/* where the state's truncates are */
+	Tuplestorestate *tdelrows;	/* target rows to delete (target row type) */
+	int64		ntdelrows;
+	Tuplestorestate *sdelrows;	/* state rows to delete (state row type) */
+	int64		nsdelrows;
+	Tuplestorestate *truncins;	/* truncates to keep (state row type) */
+	int64		ntruncins;
 	RunMetrics *m;
 	MemoryContext groupcxt;
 	MemoryContext cxt;			/* lives for the whole apply */
@@ -429,6 +439,7 @@ apply_setup(ApplyCtx *a, FlowDef *flow)
 {
 	Relation	trel = table_open(flow->target, AccessShareLock);
 	Relation	srel;
+	CitusTable	ct;
 
 	a->flow = flow;
 	a->kind = storage_kind(flow->scd);
@@ -451,6 +462,19 @@ apply_setup(ApplyCtx *a, FlowDef *flow)
 	a->sdesc->tdtypeid = a->stype;
 	table_close(trel, AccessShareLock);
 	table_close(srel, AccessShareLock);
+	a->truncrel = storage_truncates_relid(flow->target_id);
+	if (!OidIsValid(a->truncrel))
+		a->truncrel = a->staterel;
+	a->distributed = tablekind_distributed(flow->target, &ct);
+	if (a->distributed)
+	{
+		MemoryContext old = MemoryContextSwitchTo(a->cxt);
+
+		a->tdelrows = tuplestore_begin_heap(false, false, settings_store_mem());
+		a->sdelrows = tuplestore_begin_heap(false, false, settings_store_mem());
+		a->truncins = tuplestore_begin_heap(false, false, settings_store_mem());
+		MemoryContextSwitchTo(old);
+	}
 
 	setup_state_columns(a, flow);
 	setup_data_columns(a, flow);
@@ -1249,7 +1273,7 @@ load_state_truncates(ApplyCtx *a, List **truncs)
 	char	   *sql = psprintf("SELECT __autocdc_seq, __autocdc_lsn, __autocdc_ord%s FROM %s "
 							   "WHERE __autocdc_kind OPERATOR(pg_catalog.=) 't'",
 							   a->c.has_sys ? ", " STATE_SYSSEQ_NAME : "",
-							   qualified_relname(a->staterel));
+							   qualified_relname(a->truncrel));
 	uint64		i;
 
 	if (a->stateless)
@@ -1340,6 +1364,14 @@ keep_event(ApplyCtx *a, Ev *e)
 {
 	if (a->stateless)
 		return;
+	if (a->distributed && e->kind == EVENT_TRUNCATE)
+	{
+		/* kept apart: a distributed table holds no row without a key */
+		put_state_row(a, a->truncins, e->vals, e->nulls, e->wlist, e->seq, e->lsn, e->ord,
+					  e->kind, e->sysseq);
+		a->ntruncins++;
+		return;
+	}
 	if (e->tup)
 		tuplestore_puttuple(a->sins, e->tup);
 	else
@@ -1348,9 +1380,10 @@ keep_event(ApplyCtx *a, Ev *e)
 	a->nsins++;
 }
 
-/* Form and queue a target row. */
+/* Form a target row from data values and periods into a tuplestore. */
 static void
-emit_target_row(ApplyCtx *a, OutRow *o)
+put_target_row(ApplyCtx *a, Tuplestorestate *ts, Datum *vals, bool *isnull, Datum *period,
+			   bool *periodnull)
 {
 	Datum	   *values = palloc(sizeof(Datum) * a->tdesc->natts);
 	bool	   *nulls = palloc(sizeof(bool) * a->tdesc->natts);
@@ -1364,17 +1397,57 @@ emit_target_row(ApplyCtx *a, OutRow *o)
 		nulls[i] = true;
 		if (m >= 0)
 		{
-			values[i] = o->vals[m];
-			nulls[i] = o->nulls[m];
+			values[i] = vals[m];
+			nulls[i] = isnull[m];
 		}
 		else if (TMAP_IS_PERIOD(m))
 		{
-			values[i] = o->period[TMAP_PERIOD_OF(m)];
-			nulls[i] = o->periodnull[TMAP_PERIOD_OF(m)];
+			values[i] = period[TMAP_PERIOD_OF(m)];
+			nulls[i] = periodnull[TMAP_PERIOD_OF(m)];
 		}
 	}
-	tuplestore_putvalues(a->tins, a->tdesc, values, nulls);
+	tuplestore_putvalues(ts, a->tdesc, values, nulls);
+	pfree(values);
+	pfree(nulls);
+}
+
+/* Queue a target row. */
+static void
+emit_target_row(ApplyCtx *a, OutRow *o)
+{
+	put_target_row(a, a->tins, o->vals, o->nulls, o->period, o->periodnull);
 	a->ntins++;
+}
+
+/*
+ * Note an old target row to delete: its row id in the table that holds
+ * it, or for a distributed target (whose row ids name rows of each shard)
+ * its key and periods.
+ */
+static void
+forget_target_row(ApplyCtx *a, Ev *old)
+{
+	if (!a->distributed)
+	{
+		push_row(a->cxt, &a->tdel, &a->ntdel, &a->maxtdel, old);
+		return;
+	}
+	put_target_row(a, a->tdelrows, old->vals, old->nulls, old->period, old->periodnull);
+	a->ntdelrows++;
+}
+
+/* Note a hidden-state event to delete: as forget_target_row, by key and arrival. */
+static void
+forget_state_row(ApplyCtx *a, Ev *e)
+{
+	if (!a->distributed)
+	{
+		push_row(a->cxt, &a->sdel, &a->nsdel, &a->maxsdel, e);
+		return;
+	}
+	put_state_row(a, a->sdelrows, e->vals, e->nulls, e->wlist, e->seq, e->lsn, e->ord, e->kind,
+				  e->sysseq);
+	a->nsdelrows++;
 }
 
 /*
@@ -1518,7 +1591,7 @@ fold_key(ApplyCtx *a, Ev **evs, int nevs)
 		if (keep && e->src == EV_NEW)
 			keep_event(a, e);
 		else if (!keep && e->src == EV_STATE)
-			push_row(a->cxt, &a->sdel, &a->nsdel, &a->maxsdel, e);
+			forget_state_row(a, e);
 	}
 
 	/* target: compare by row identity */
@@ -1539,13 +1612,13 @@ fold_key(ApplyCtx *a, Ev **evs, int nevs)
 			/* a value written differently but equal counts as unchanged */
 			if (!row_equal(a, old, &out[found], false))
 				a->m->num_upserted++;
-			push_row(a->cxt, &a->tdel, &a->ntdel, &a->maxtdel, old);
+			forget_target_row(a, old);
 			emit_target_row(a, &out[found]);
 		}
 		else
 		{
 			a->m->num_deleted++;
-			push_row(a->cxt, &a->tdel, &a->ntdel, &a->maxtdel, old);
+			forget_target_row(a, old);
 		}
 	}
 	for (j = 0; j < nout; j++)
@@ -2117,6 +2190,9 @@ stream_sql(ApplyCtx *a, FlowDef *flow, bool everykey)
 	char	   *seqtype = format_type_be_qualified(flow->seq_type);
 	char	   *filter;
 	const char *evsys = a->c.has_sys ? ", x." STATE_SYSSEQ_NAME : "";
+	/* rows of a distributed target are deleted by key: their ids mean nothing here */
+	const char *rowid = a->distributed ? "NULL::pg_catalog.tid" : "x.ctid";
+	const char *relid = a->distributed ? "NULL::pg_catalog.oid" : "x.tableoid";
 	int			i;
 
 	/* then the columns an upsert writes, where the hidden state has them */
@@ -2139,17 +2215,17 @@ stream_sql(ApplyCtx *a, FlowDef *flow, bool everykey)
 		appendStringInfoString(&periods, ", NULL::pg_catalog.text[]");
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
-					 "SELECT %d AS __src, x.ctid AS __tid, x.tableoid AS __rel, %s, NULL::%s, "
+					 "SELECT %d AS __src, %s AS __tid, %s AS __rel, %s, NULL::%s, "
 					 "NULL::pg_catalog.pg_lsn, NULL::pg_catalog.int8, NULL::pg_catalog.\"char\"%s, "
 					 "0 AS __grp FROM %s x%s ",
-					 EV_TARGET, data_list(a, "x.", false), seqtype, periods.data,
+					 EV_TARGET, rowid, relid, data_list(a, "x.", false), seqtype, periods.data,
 					 table_rows(flow->target), filter);
 	if (!a->stateless)
 		appendStringInfo(&sql,
 						 "UNION ALL "
-						 "SELECT %d, x.ctid, x.tableoid, %s, x.%s, x.%s, x.%s, x.%s%s%s, 1 FROM %s x%s "
+						 "SELECT %d, %s, %s, %s, x.%s, x.%s, x.%s, x.%s%s%s, 1 FROM %s x%s "
 						 "WHERE x.%s OPERATOR(pg_catalog.<>) '%c' ",
-						 EV_STATE, data_list(a, "x.", false), STATE_SEQ_NAME, STATE_LSN_NAME,
+						 EV_STATE, rowid, relid, data_list(a, "x.", false), STATE_SEQ_NAME, STATE_LSN_NAME,
 						 STATE_ORD_NAME, STATE_KIND_NAME, noperiods.data, evsys,
 						 qualified_relname(a->staterel), filter, STATE_KIND_NAME, EVENT_TRUNCATE);
 	if (!a->hashfold)
@@ -2297,6 +2373,104 @@ fold_all(ApplyCtx *a, const char *sql)
 }
 
 /*
+ * Run sql with ts (n rows of rowtype, described by desc) as
+ * autocdc_internal._rows(), which it reads once.
+ */
+static void
+exec_with_rows(Tuplestorestate *ts, TupleDesc desc, Oid rowtype, int64 n, const char *sql,
+			   int expect)
+{
+	batch_set(BATCH_ROWS, ts, desc, rowtype, n, 1);
+	if (SPI_execute(sql, false, 0) != expect)
+		elog(ERROR, "could not run: %s", sql);
+	batch_set(BATCH_ROWS, NULL, NULL, InvalidOid, 0, 0);
+}
+
+/*
+ * The condition matching a row x of the target (or with state, of the
+ * hidden state) to a row d of the same type: the key, with the periods
+ * for the target (a version's identity) and the arrival for the state (an
+ * event's).
+ */
+static char *
+identity_condition(ApplyCtx *a, bool state)
+{
+	StringInfoData cond;
+	int			k;
+
+	initStringInfo(&cond);
+	for (k = 0; k < a->c.nkeys; k++)
+	{
+		const char *col = quote_identifier(a->c.dnames[a->c.keyidx[k]]);
+
+		appendStringInfo(&cond, "%sx.%s %s d.%s", k ? " AND " : "", col,
+						 equality_operator(a->c.dtypes[a->c.keyidx[k]]), col);
+	}
+	if (state)
+		appendStringInfo(&cond, " AND x.%s OPERATOR(pg_catalog.=) d.%s AND x.%s OPERATOR(pg_catalog.=) d.%s"
+						 " AND x.%s OPERATOR(pg_catalog.=) d.%s",
+						 STATE_LSN_NAME, STATE_LSN_NAME, STATE_ORD_NAME, STATE_ORD_NAME,
+						 STATE_KIND_NAME, STATE_KIND_NAME);
+	else
+		for (k = 0; k < a->kind->nperiods; k++)
+			appendStringInfo(&cond, " AND NOT (x.%s IS DISTINCT FROM d.%s)",
+							 a->kind->periods[k], a->kind->periods[k]);
+	return cond.data;
+}
+
+/*
+ * Write the differences of a run into a Citus-distributed target, with
+ * statements Citus pushes down to the shards: rows are deleted by key (and
+ * period or arrival), joined with the run's rows, which Citus sends to each
+ * worker; every row goes in by INSERT ... SELECT, which Citus routes by
+ * its distribution column; truncates (no key) go to their table on the
+ * coordinator.  The same transaction: Citus commits it on every node with
+ * two-phase commit.
+ */
+static void
+write_by_key(ApplyCtx *a)
+{
+	char	   *sname = qualified_relname(a->staterel);
+
+	if (a->ntdelrows > 0)
+		exec_with_rows(a->tdelrows, a->tdesc, a->ttype, a->ntdelrows,
+					   psprintf("DELETE FROM %s x USING autocdc_internal._rows(NULL::%s) d WHERE %s",
+								qualified_relname(a->flow->target), format_type_be_qualified(a->ttype),
+								identity_condition(a, false)), SPI_OK_DELETE);
+	else
+		tuplestore_end(a->tdelrows);
+	insert_rows(a);
+	if (a->nsdelrows > 0)
+		exec_with_rows(a->sdelrows, a->sdesc, a->stype, a->nsdelrows,
+					   psprintf("DELETE FROM %s x USING autocdc_internal._rows(NULL::%s) d WHERE %s",
+								sname, format_type_be_qualified(a->stype),
+								identity_condition(a, true)), SPI_OK_DELETE);
+	else
+		tuplestore_end(a->sdelrows);
+	if (a->nsins > 0)
+		exec_with_rows(a->sins, a->sdesc, a->stype, a->nsins,
+					   psprintf("INSERT INTO %s SELECT * FROM autocdc_internal._rows(NULL::%s)",
+								sname, format_type_be_qualified(a->stype)), SPI_OK_INSERT);
+	else
+		tuplestore_end(a->sins);
+	a->sins = NULL;
+	if (a->ntruncins > 0)
+	{
+		char	   *cols = psprintf("%s, %s, %s, %s, %s%s", STATE_SEQ_NAME, STATE_LSN_NAME,
+									STATE_ORD_NAME, STATE_KIND_NAME, STATE_AT_NAME,
+									a->c.has_sys ? ", " STATE_SYSSEQ_NAME : "");
+
+		exec_with_rows(a->truncins, a->sdesc, a->stype, a->ntruncins,
+					   psprintf("INSERT INTO %s (%s) SELECT %s FROM autocdc_internal._rows(NULL::%s)",
+								qualified_relname(a->truncrel), cols, cols,
+								format_type_be_qualified(a->stype)), SPI_OK_INSERT);
+	}
+	else
+		tuplestore_end(a->truncins);
+	CommandCounterIncrement();
+}
+
+/*
  * Write the differences the fold collected: the target's, then the hidden
  * state's.  Hidden-state changes are marked as not to be replicated, so that
  * decoding (ours, and any other consumer that filters by origin) drops them
@@ -2307,6 +2481,11 @@ write_differences(ApplyCtx *a, FlowDef *flow)
 {
 	compat_ReplOriginId saved_origin = compat_session_origin;
 
+	if (a->distributed)
+	{
+		write_by_key(a);
+		return;
+	}
 	delete_rows(a->tdel, a->ntdel);
 	insert_rows(a);
 	PG_TRY();
@@ -2322,19 +2501,28 @@ write_differences(ApplyCtx *a, FlowDef *flow)
 	PG_END_TRY();
 }
 
-/* Forget the tombstones (deletes, truncates) older than the retention. */
+/*
+ * Forget the tombstones (deletes, truncates) older than the retention,
+ * in the hidden state and in its truncates' own table if it has one.
+ */
 static void
 forget_tombstones(ApplyCtx *a, const char *retention)
 {
 	Datum		arg = CStringGetTextDatum(retention);
 	Oid			argtype = TEXTOID;
-	char	   *q = psprintf("DELETE FROM %s WHERE __autocdc_kind OPERATOR(pg_catalog.<>) 'u' "
-							 "AND __autocdc_at OPERATOR(pg_catalog.<) (pg_catalog.now() "
-							 "OPERATOR(pg_catalog.-) $1::pg_catalog.interval)",
-							 qualified_relname(a->staterel));
+	Oid			rels[2] = {a->staterel, a->truncrel};
+	int			i;
 
-	if (SPI_execute_with_args(q, 1, &argtype, &arg, NULL, false, 0) != SPI_OK_DELETE)
-		elog(ERROR, "could not forget old tombstones");
+	for (i = 0; i < (a->truncrel == a->staterel ? 1 : 2); i++)
+	{
+		char	   *q = psprintf("DELETE FROM %s WHERE __autocdc_kind OPERATOR(pg_catalog.<>) 'u' "
+								 "AND __autocdc_at OPERATOR(pg_catalog.<) (pg_catalog.now() "
+								 "OPERATOR(pg_catalog.-) $1::pg_catalog.interval)",
+								 qualified_relname(rels[i]));
+
+		if (SPI_execute_with_args(q, 1, &argtype, &arg, NULL, false, 0) != SPI_OK_DELETE)
+			elog(ERROR, "could not forget old tombstones");
+	}
 }
 
 /*

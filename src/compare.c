@@ -463,6 +463,13 @@ compare_adopt_snapshot(int target_id, Oid seqtype, const char *version)
 	spi_exec(psprintf("UPDATE %s SET %s = %s, %s = '0/0', %s = '" INT64_FORMAT "'",
 					  state, STATE_SEQ_NAME, v, STATE_LSN_NAME, STATE_ORD_NAME,
 					  (int64) SNAPSHOT_ORD_BASE + 1), SPI_OK_UPDATE);
+	if (OidIsValid(storage_truncates_relid(target_id)))
+	{
+		/* a distributed target's state keeps them apart (storage.c) */
+		spi_exec(psprintf("DELETE FROM %s", qualified_relname(storage_truncates_relid(target_id))),
+				 SPI_OK_DELETE);
+		state = qualified_relname(storage_truncates_relid(target_id));
+	}
 	spi_exec(psprintf("INSERT INTO %s (%s, %s, %s, %s, %s) VALUES (%s, '0/0', '" INT64_FORMAT "', '%c', pg_catalog.now())",
 					  state, STATE_SEQ_NAME, STATE_LSN_NAME, STATE_ORD_NAME, STATE_KIND_NAME,
 					  STATE_AT_NAME, v, (int64) SNAPSHOT_ORD_BASE, EVENT_TRUNCATE), SPI_OK_INSERT);

@@ -1240,6 +1240,7 @@ def_target(Definition *d)
 							d->flowname, name),
 					 errhint("Flows into one target must use the same keys, SCD type and sequence type.")));
 	}
+	storage_check_distribution(d->target_known ? d->tdef.id : 0, d->target, d->keys, NULL);
 	storage_check_target(d->target, name, d->srcname, d->tgtcols, d->selected, d->kind,
 						 d->seqtype, d->sysseqtype);
 }
@@ -1519,6 +1520,7 @@ define_snapshot_function(FlowSpec *spec, const char *scd, Oid target, RangeVar *
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 					 errmsg("must be owner of target \"%s\"", trv->relname)));
 		storage_check_partitions_owned(target);
+		storage_check_distribution(0, target, f->keys, NULL);
 	}
 	else if (compat_namespace_aclcheck(get_namespace_oid(trv->schemaname, false), GetUserId(),
 									   ACL_CREATE) != ACLCHECK_OK)

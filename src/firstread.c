@@ -37,6 +37,7 @@
 #include "rowstore.h"
 #include "source_internal.h"
 #include "srckind.h"
+#include "tablekind.h"
 #include "util.h"
 
 /*
@@ -210,6 +211,18 @@ firstread_missing(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 	snapshot_read(flow, sql.data, &sr);
 }
 
+/* the target's current rows, read once, when Citus distributes the target */
+#define REFRESH_CTE "__autocdc_target"
+
+/* Does Citus distribute the flow's target? */
+static bool
+distributed_target(FlowDef *flow)
+{
+	CitusTable	ct;
+
+	return tablekind_distributed(flow->target, &ct);
+}
+
 /*
  * A changes() flow refreshed with its target kept reads only the rows that
  * differ from the target's current row of their key: in a selected column
@@ -223,8 +236,11 @@ append_refresh_filter(FlowDef *flow, StringInfo sql)
 {
 	ListCell   *lc;
 
-	appendStringInfo(sql, " WHERE NOT EXISTS (SELECT FROM (SELECT * FROM %s%s) t WHERE true",
-					 table_rows(flow->target), storage_kind(flow->scd)->current_rows);
+	if (distributed_target(flow))
+		appendStringInfoString(sql, " WHERE NOT EXISTS (SELECT FROM " REFRESH_CTE " t WHERE true");
+	else
+		appendStringInfo(sql, " WHERE NOT EXISTS (SELECT FROM (SELECT * FROM %s%s) t WHERE true",
+						 table_rows(flow->target), storage_kind(flow->scd)->current_rows);
 	foreach(lc, flow->columns)
 	{
 		const char *q = quote_identifier(lfirst(lc));
@@ -263,6 +279,14 @@ source_read_whole(FlowDef *flow, Tuplestorestate *batch, TupleDesc batchdesc,
 	 * not use: that was checked) come back NULL.
 	 */
 	initStringInfo(&sql);
+
+	/*
+	 * A distributed target's rows cannot be joined with a table here row by
+	 * row: Citus reads them first (append_refresh_filter).
+	 */
+	if (flow->run.refresh_keep && distributed_target(flow))
+		appendStringInfo(&sql, "WITH " REFRESH_CTE " AS MATERIALIZED (SELECT * FROM %s%s) ",
+						 table_rows(flow->target), storage_kind(flow->scd)->current_rows);
 	appendStringInfoString(&sql, "SELECT ");
 	for (i = 0; i < desc->natts; i++)
 	{

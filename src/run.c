@@ -422,9 +422,7 @@ run_refresh(FlowDef *flow, RunMetrics *m, bool after_snapshot, bool touch_first)
 	if (!after_snapshot)
 	{
 		become_owner(flow->owner, &saved_uid, &saved_sec);
-		spi_exec(psprintf("DELETE FROM %s",
-						  quote_qualified_identifier(AUTOCDC_STATE_SCHEMA, storage_state_name(flow->target_id))),
-				 SPI_OK_DELETE);
+		storage_clear_state(flow->target_id);
 		restore_user(saved_uid, saved_sec);
 	}
 

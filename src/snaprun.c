@@ -252,10 +252,7 @@ snaprun_refresh(FlowDef *flow, RunMetrics *m)
 	if (flow->target_id != 0)
 		storage_check_kinds(flow);
 	if (flow->target_id != 0)
-		spi_exec(psprintf("DELETE FROM %s",
-						  quote_qualified_identifier(AUTOCDC_STATE_SCHEMA,
-													 storage_state_name(flow->target_id))),
-				 SPI_OK_DELETE);
+		storage_clear_state(flow->target_id);
 	catalog_set_snapshot_version(flow, NULL);
 	if (snap_run_versions(flow, m, true) == 0 && flow->target_id != 0)
 	{
@@ -310,10 +307,7 @@ snaprun_refresh_mixed(FlowDef *snap, FlowDef *named, RunMetrics *m)
 	become_owner(snap->owner, &saved_uid, &saved_sec);
 	*snap = *catalog_load_flow(snap->name, true, false);	/* see snap_run_versions */
 	storage_check_kinds(snap);
-	spi_exec(psprintf("DELETE FROM %s",
-					  quote_qualified_identifier(AUTOCDC_STATE_SCHEMA,
-												 storage_state_name(snap->target_id))),
-			 SPI_OK_DELETE);
+	storage_clear_state(snap->target_id);
 	catalog_set_snapshot_version(snap, NULL);
 	applied = snap_run_versions(snap, &sm, true);
 	catalog_save_progress(snap, &sm, started, true);

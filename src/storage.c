@@ -53,6 +53,9 @@
 #include "tablekind.h"
 #include "util.h"
 
+static void distribute_state(int target_id, Oid target, CitusTable *ct, Oid seqtype,
+							 Oid sysseqtype);
+
 /* Name of a target's hidden-state table (unqualified). */
 char *
 storage_state_name(int target_id)
@@ -65,6 +68,25 @@ Oid
 storage_state_relid(int target_id)
 {
 	return get_relname_relid(storage_state_name(target_id),
+							 get_namespace_oid(AUTOCDC_STATE_SCHEMA, false));
+}
+
+/*
+ * Name of the table that keeps the truncates of a Citus-distributed
+ * target's hidden state (unqualified): a distributed table holds no row
+ * without a key, and a truncate has none.
+ */
+char *
+storage_truncates_name(int target_id)
+{
+	return psprintf("target_%d_truncates", target_id);
+}
+
+/* That table, or InvalidOid when the target keeps its truncates with its state. */
+Oid
+storage_truncates_relid(int target_id)
+{
+	return get_relname_relid(storage_truncates_name(target_id),
 							 get_namespace_oid(AUTOCDC_STATE_SCHEMA, false));
 }
 
@@ -332,6 +354,7 @@ storage_create_state(int target_id, Oid target, Oid seqtype, Oid sysseqtype, Lis
 												   storage_state_name(target_id));
 	Oid			saved_uid;
 	int			saved_sec;
+	CitusTable	ct;
 
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "CREATE TABLE %s (", sname);
@@ -358,10 +381,49 @@ storage_create_state(int target_id, Oid target, Oid seqtype, Oid sysseqtype, Lis
 					  sname, STATE_AT_NAME, STATE_KIND_NAME, EVENT_UPSERT), SPI_OK_UTILITY);
 	spi_exec(psprintf("CREATE INDEX ON %s (%s) WHERE %s OPERATOR(pg_catalog.=) '%c'",
 					  sname, STATE_SEQ_NAME, STATE_KIND_NAME, EVENT_TRUNCATE), SPI_OK_UTILITY);
+	if (tablekind_distributed(target, &ct))
+		distribute_state(target_id, target, &ct, seqtype, sysseqtype);
 	spi_exec(psprintf("ALTER TABLE %s OWNER TO %s", sname,
 					  quote_identifier(GetUserNameFromId(relation_owner(target), false))),
 			 SPI_OK_UTILITY);
 	restore_user(saved_uid, saved_sec);
+}
+
+/*
+ * The hidden state of a target Citus distributes (part of
+ * storage_create_state, as autocdc, while the state is new and empty):
+ * distributed by the target's distribution column and co-located with it,
+ * so that each key's events live in the shard of its target rows; its
+ * truncates, which have no key, go to a table of their own on the
+ * coordinator (storage_truncates_name), owned by the target's owner.
+ */
+static void
+distribute_state(int target_id, Oid target, CitusTable *ct, Oid seqtype, Oid sysseqtype)
+{
+	char	   *sname = quote_qualified_identifier(AUTOCDC_STATE_SCHEMA,
+												   storage_state_name(target_id));
+	char	   *tname = quote_qualified_identifier(AUTOCDC_STATE_SCHEMA,
+												   storage_truncates_name(target_id));
+	StringInfoData sql;
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "CREATE TABLE %s (%s %s, %s pg_catalog.pg_lsn NOT NULL, "
+					 "%s pg_catalog.int8 NOT NULL, %s pg_catalog.\"char\" NOT NULL, "
+					 "%s pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now()",
+					 tname, STATE_SEQ_NAME, format_type_be_qualified(seqtype), STATE_LSN_NAME,
+					 STATE_ORD_NAME, STATE_KIND_NAME, STATE_AT_NAME);
+	if (OidIsValid(sysseqtype))
+		appendStringInfo(&sql, ", %s %s", STATE_SYSSEQ_NAME, format_type_be_qualified(sysseqtype));
+	appendStringInfoChar(&sql, ')');
+	spi_exec(sql.data, SPI_OK_UTILITY);
+	spi_exec(psprintf("ALTER TABLE %s OWNER TO %s", tname,
+					  quote_identifier(GetUserNameFromId(relation_owner(target), false))),
+			 SPI_OK_UTILITY);
+	spi_exec(psprintf("SELECT pg_catalog.create_distributed_table(%s, %s, colocate_with => %s)",
+					  quote_literal_cstr(sname),
+					  quote_literal_cstr(get_attname(target, ct->attno, false)),
+					  quote_literal_cstr(qualified_relname(target))),
+			 SPI_OK_SELECT);
 }
 
 /*
@@ -500,6 +562,8 @@ storage_check_owner(FlowDef *flow)
 	rels = table_and_partitions(flow->target, AccessShareLock);
 	if (OidIsValid(state))
 		rels = lappend_oid(rels, state);
+	if (OidIsValid(storage_truncates_relid(flow->target_id)))
+		rels = lappend_oid(rels, storage_truncates_relid(flow->target_id));
 	foreach(lc, rels)
 	{
 		Oid			rel = lfirst_oid(lc);
@@ -512,7 +576,8 @@ storage_check_owner(FlowDef *flow)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("flow \"%s\": its owner %s does not own %s %s",
 						flow->name, quote_identifier(owner),
-						rel == flow->target ? "its target" : rel == state ?
+						rel == flow->target ? "its target" :
+						get_rel_namespace(rel) == get_rel_namespace(state) ?
 						"the target's hidden state" : "the target's partition", relname),
 				 errdetail("A flow writes and alters its target and hidden state as its owner."),
 				 errhint("Give it back with ALTER TABLE %s OWNER TO %s, or drop the flow and create it again as the owner of the target.",
@@ -767,6 +832,62 @@ storage_check_kinds(FlowDef *flow)
 	tablekind_check(flow->target, TABLE_TARGET, flow->name);
 	if (OidIsValid(state))
 		tablekind_check(state, TABLE_STATE, flow->name);
+	storage_check_distribution(flow->target_id, flow->target, flow->keys, flow->name);
+}
+
+/*
+ * A target Citus distributes (tablekind.c lets only hash-distributed ones
+ * through) must be distributed by one of the flow's keys, so that every
+ * statement of a run addresses each key's rows in one shard; and once its
+ * hidden state exists (target_id not 0), that must be distributed by the
+ * same column and co-located with it, its truncates kept apart
+ * (distribute_state).  A table distributed after its hidden state was made
+ * is refused: the state would have to be moved with it.  flow: for the
+ * message, or NULL at create_flow.
+ */
+void
+storage_check_distribution(int target_id, Oid target, List *keys, const char *flow)
+{
+	const char *prefix = flow ? psprintf("flow \"%s\": ", flow) : "";
+	Oid			state = target_id != 0 ? storage_state_relid(target_id) : InvalidOid;
+	CitusTable	tct,
+				sct;
+	bool		distributed = tablekind_distributed(target, &tct);
+	char	   *column;
+
+	if (!distributed)
+	{
+		if (OidIsValid(state) && tablekind_distributed(state, &sct))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("%starget \"%s\" is no longer distributed, but its hidden state is",
+							prefix, get_rel_name(target)),
+					 errhint("Distribute the target again by the column it was distributed by, co-located with %s.",
+							 qualified_relname(state))));
+		return;
+	}
+	column = get_attname(target, tct.attno, false);
+	if (!name_in_list(keys, column))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%starget \"%s\" is distributed by column \"%s\", which is not one of the flow's keys",
+						prefix, get_rel_name(target), column),
+				 errdetail("A run addresses the rows of a key in one shard: the distribution column must be a key."),
+				 errhint("Distribute the target by one of the flow's keys: SELECT alter_distributed_table(%s, distribution_column => %s).",
+						 quote_literal_cstr(qualified_relname(target)),
+						 quote_literal_cstr((char *) linitial(keys)))));
+	if (!OidIsValid(state))
+		return;
+	if (!tablekind_distributed(state, &sct) || sct.colocation != tct.colocation ||
+		strcmp(get_attname(state, sct.attno, false), column) != 0 ||
+		!OidIsValid(storage_truncates_relid(target_id)))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%starget \"%s\" is a Citus distributed table, but its hidden state is not distributed with it",
+						prefix, get_rel_name(target)),
+				 errdetail("The target was distributed after its first flow was created; its hidden state stayed on the coordinator."),
+				 errhint("Distribute a target before creating its first flow: undistribute it with SELECT undistribute_table(%s), or drop its flows, distribute it, and create them again.",
+						 quote_literal_cstr(qualified_relname(target)))));
 }
 
 /*
@@ -882,6 +1003,23 @@ storage_sync_columns(FlowDef *flow, bool refresh)
 }
 
 /*
+ * Forget a target's hidden state (its events and truncates), as the
+ * caller (the flow's owner, under a security-restricted operation).
+ */
+void
+storage_clear_state(int target_id)
+{
+	spi_exec(psprintf("DELETE FROM %s",
+					  quote_qualified_identifier(AUTOCDC_STATE_SCHEMA, storage_state_name(target_id))),
+			 SPI_OK_DELETE);
+	if (OidIsValid(storage_truncates_relid(target_id)))
+		spi_exec(psprintf("DELETE FROM %s",
+						  quote_qualified_identifier(AUTOCDC_STATE_SCHEMA,
+													 storage_truncates_name(target_id))),
+				 SPI_OK_DELETE);
+}
+
+/*
  * Drop a target's hidden state (as autocdc: dropping evaluates nothing),
  * and with drop_target the target and the composite types autocdc made for
  * its sequences (as the caller, who must own them).
@@ -895,8 +1033,9 @@ storage_drop(int target_id, Oid target, List *typnames, bool drop_target)
 	char	   *tschema = get_namespace_name(get_rel_namespace(target));
 
 	become_superuser(&saved_uid, &saved_sec);
-	spi_exec(psprintf("DROP TABLE IF EXISTS %s",
-					  quote_qualified_identifier(AUTOCDC_STATE_SCHEMA, storage_state_name(target_id))),
+	spi_exec(psprintf("DROP TABLE IF EXISTS %s, %s",
+					  quote_qualified_identifier(AUTOCDC_STATE_SCHEMA, storage_state_name(target_id)),
+					  quote_qualified_identifier(AUTOCDC_STATE_SCHEMA, storage_truncates_name(target_id))),
 			 SPI_OK_UTILITY);
 	restore_user(saved_uid, saved_sec);
 	if (!drop_target)
@@ -1025,7 +1164,8 @@ storage_bulk_begin(Oid relid, int64 nrows, bool hidden)
 	List	   *deferred = NIL;
 	ListCell   *lc;
 
-	if (nrows < STORAGE_BULK_MIN_ROWS)
+	/* a Citus table's rows are in its shards, not in the table here */
+	if (nrows < STORAGE_BULK_MIN_ROWS || tablekind_citus(relid) != NULL)
 		return NIL;
 	rel = table_open(relid, RowExclusiveLock);
 	if (!bulk_load_qualifies(rel, nrows, hidden))

@@ -16,6 +16,9 @@
 
 extern char *storage_state_name(int target_id);
 extern Oid	storage_state_relid(int target_id);
+extern char *storage_truncates_name(int target_id);
+extern Oid	storage_truncates_relid(int target_id);
+extern void storage_clear_state(int target_id);
 extern bool storage_reserved_column(const char *name);
 extern ColInfo *storage_column_type(const ColInfo *s, Oid owner, const char *srcname);
 extern Oid	storage_create_target(const char *schema, const char *name, const char *srcname,
@@ -31,6 +34,8 @@ extern void storage_check_target(Oid target, const char *name, const char *srcna
 extern void storage_check_owner(FlowDef *flow);
 extern void storage_check_partitions_owned(Oid target);
 extern void storage_check_kinds(FlowDef *flow);
+extern void storage_check_distribution(int target_id, Oid target, List *keys,
+									   const char *flow);
 extern void storage_sync_columns(FlowDef *flow, bool refresh);
 extern List *storage_bulk_begin(Oid relid, int64 nrows, bool hidden);
 extern void storage_bulk_end(Oid relid, List *deferred);

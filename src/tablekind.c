@@ -116,13 +116,35 @@ dist_column(Relation rel, HeapTuple tup, const char *name)
 }
 
 /*
- * What kind of Citus table relid is ("distributed table", "reference
- * table"...), or NULL when Citus does not manage it (or is not installed).
+ * The column a pg_dist_partition row distributes by: its partkey is a Var
+ * in node syntax ("{VAR :varno 1 :varattno 2 ...}"); 0 if it has none.
+ */
+static AttrNumber
+dist_attno(Relation rel, HeapTuple tup)
+{
+	AttrNumber	attno = get_attnum(RelationGetRelid(rel), "partkey");
+	bool		isnull;
+	Datum		d;
+	char	   *node,
+			   *at;
+
+	if (attno <= 0 || TupleDescAttr(RelationGetDescr(rel), attno - 1)->atttypid != TEXTOID)
+		return 0;
+	d = heap_getattr(tup, attno, RelationGetDescr(rel), &isnull);
+	if (isnull)
+		return 0;
+	node = TextDatumGetCString(d);
+	at = strstr(node, ":varattno ");
+	return at ? (AttrNumber) atoi(at + strlen(":varattno ")) : 0;
+}
+
+/*
+ * How Citus manages relid: false when it does not (or is not installed).
  * Reads pg_dist_partition under the latest snapshot: a table distributed
  * by a transaction that committed after ours began is seen.
  */
-const char *
-tablekind_citus(Oid relid)
+static bool
+citus_lookup(Oid relid, CitusTable *ct)
 {
 	Oid			catalog = citus_catalog();
 	Relation	rel;
@@ -132,37 +154,69 @@ tablekind_citus(Oid relid)
 	SysScanDesc scan;
 	HeapTuple	tup;
 	Oid			index;
-	const char *kind = NULL;
+	bool		found;
 
+	memset(ct, 0, sizeof(CitusTable));
 	if (!OidIsValid(catalog) ||
 		(attno = get_attnum(catalog, "logicalrelid")) <= 0)
-		return NULL;
+		return false;
 	rel = table_open(catalog, AccessShareLock);
 	ScanKeyInit(&key, attno, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
 	snap = RegisterSnapshot(GetLatestSnapshot());
 	index = citus_catalog_index(catalog, attno);
 	scan = systable_beginscan(rel, index, OidIsValid(index), snap, 1, &key);
 	tup = systable_getnext(scan);
-	if (HeapTupleIsValid(tup))
+	found = HeapTupleIsValid(tup);
+	if (found)
 	{
 		char		method = (char) dist_column(rel, tup, "partmethod");
 
+		ct->colocation = dist_column(rel, tup, "colocationid");
 		/* as Citus tells its kinds of table apart (pg_dist_partition.h) */
-		if (method == 'h' || method == 'a' || method == 'r')
-			kind = "distributed table";
+		if (method == 'h')
+		{
+			ct->kind = "distributed table";
+			ct->hash = true;
+			ct->attno = dist_attno(rel, tup);
+		}
+		else if (method == 'a' || method == 'r')
+			ct->kind = method == 'a' ? "append-distributed table" : "range-distributed table";
 		else if (method == 'n' && dist_column(rel, tup, "repmodel") == 't')
-			kind = "reference table";
-		else if (method == 'n' && dist_column(rel, tup, "colocationid") != 0)
-			kind = "distributed table without a shard key";
+			ct->kind = "reference table";
+		else if (method == 'n' && ct->colocation != 0)
+			ct->kind = "distributed table without a shard key";
 		else if (method == 'n')
-			kind = "managed local table";
+			ct->kind = "managed local table";
 		else
-			kind = "table";
+			ct->kind = "table";
 	}
 	systable_endscan(scan);
 	UnregisterSnapshot(snap);
 	table_close(rel, AccessShareLock);
-	return kind;
+	return found;
+}
+
+/*
+ * What kind of Citus table relid is ("distributed table", "reference
+ * table"...), or NULL when Citus does not manage it (or is not installed).
+ */
+const char *
+tablekind_citus(Oid relid)
+{
+	CitusTable	ct;
+
+	return citus_lookup(relid, &ct) ? ct.kind : NULL;
+}
+
+/*
+ * Is relid a table Citus distributes by hash of a column (the kind of
+ * Citus table a flow writes)?  Then *ct says by which column, co-located
+ * with which tables.
+ */
+bool
+tablekind_distributed(Oid relid, CitusTable *ct)
+{
+	return citus_lookup(relid, ct) && ct->hash && ct->attno > 0;
 }
 
 /*
@@ -209,6 +263,7 @@ tablekind_check(Oid relid, TableUse use, const char *flow)
 		use == TABLE_STATE ? "hidden state" : "source";
 	const char *what;
 	const char *citus;
+	CitusTable	ct;
 
 	/* dropped by a transaction that committed since the caller found it */
 	if (name == NULL)
@@ -242,9 +297,12 @@ tablekind_check(Oid relid, TableUse use, const char *flow)
 				 errmsg("%s%s is a Citus %s", prefix, what, citus),
 				 errdetail("A change flow decodes the inserts of its source from this server's WAL; the rows of a Citus table are written to its shards."),
 				 errhint("Read it with a snapshot flow (autocdc.create_snapshot_flow), or let the application also insert its changes into a feed table on the coordinator.")));
+	/* its rows are addressed by key: storage_check_distribution */
+	if (tablekind_distributed(relid, &ct))
+		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 			 errmsg("%s%s is a Citus %s", prefix, what, citus),
-			 errdetail("A flow writes only ordinary tables: a run addresses the rows it updates and deletes by their row id, which names one row only within one shard."),
-			 errhint("Write the flow into an ordinary table on the coordinator.")));
+			 errdetail("A flow writes a Citus table only when it is distributed by hash of one of the flow's keys, so that each key's rows live in one shard."),
+			 errhint("Distribute it by one of the flow's keys with create_distributed_table, or write the flow into a table on the coordinator.")));
 }

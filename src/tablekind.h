@@ -2,8 +2,8 @@
  *
  * tablekind.h
  *		Which kinds of table a flow can write and decode (base layer):
- *		ordinary and partitioned tables whose rows a run can address, not
- *		foreign or Citus tables.
+ *		ordinary and partitioned tables, and tables Citus distributes by
+ *		hash; not foreign tables, nor other Citus tables.
  *
  *-------------------------------------------------------------------------
  */
@@ -18,7 +18,17 @@ typedef enum TableUse
 	TABLE_CHANGE_SOURCE			/* decodes its inserts (a feed, changes()) */
 } TableUse;
 
+/* a table Citus manages (tablekind_distributed) */
+typedef struct CitusTable
+{
+	const char *kind;			/* "distributed table", "reference table"... */
+	bool		hash;			/* distributed by hash of a column */
+	AttrNumber	attno;			/* that column */
+	int32		colocation;		/* its co-location group */
+} CitusTable;
+
 extern const char *tablekind_citus(Oid relid);
+extern bool tablekind_distributed(Oid relid, CitusTable *ct);
 extern void tablekind_check(Oid relid, TableUse use, const char *flow);
 
 #endif							/* AUTOCDC_TABLEKIND_H */

@@ -14,6 +14,8 @@
 #   AUTOCDC_TAP="test/t/x.pl"   only these TAP files ("none": no TAP file)
 #   AUTOCDC_PROPERTY_STREAMS=N  property-test streams per SCD mode (default 50; 6 modes)
 #   AUTOCDC_PROPERTY_SEED=N     property-test seed (default 42)
+#   AUTOCDC_PROPERTY_CITUS=1    property tests on a Citus cluster, into distributed
+#                               targets (an installation with Citus: .ci/run)
 #   AUTOCDC_MEMORY_FULL=1       memory bounds at docs/operations.md's sizes (1M-4M rows, about twenty minutes)
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -53,6 +55,7 @@ none) subset+=("TAP_TESTS=") ;;
 esac
 runuser -u postgres -- env PATH="$bin:$PATH" \
 	AUTOCDC_PROPERTY_STREAMS="${AUTOCDC_PROPERTY_STREAMS:-}" AUTOCDC_PROPERTY_SEED="${AUTOCDC_PROPERTY_SEED:-}" \
+	AUTOCDC_PROPERTY_CITUS="${AUTOCDC_PROPERTY_CITUS:-}" \
 	make -s PG_CONFIG="$bin/pg_config" installcheck "${subset[@]}" \
 	REGRESS_OPTS="--temp-instance=$work/inst --temp-config=./test/regress.conf" || status=$?
 if [ $status -ne 0 ]; then

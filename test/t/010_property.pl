@@ -24,7 +24,11 @@
 # far.  Each stream's target is, at random, made by create_flow, or made
 # before it as a partitioned table: by hash of the key, by a list of key
 # values over three partitions, or (SCD 2) by range of __start_at; the rows
-# must be the same.
+# must be the same.  With AUTOCDC_PROPERTY_CITUS=1 (an installation with
+# Citus) the node is the coordinator of a Citus cluster with two workers,
+# and the target is, at random, a table Citus distributes by the key
+# (ordinary, or partitioned by hash of the key), or a partitioned table on
+# the coordinator.
 #
 # A second phase repeats fewer streams per mode with continuous flows and the
 # background worker on: the worker applies the flow whenever it wakes, in
@@ -62,6 +66,8 @@ my $streams_per_mode =
 my $worker_streams_per_mode = int(($streams_per_mode + 4) / 5);
 die "AUTOCDC_PROPERTY_STREAMS must be a positive integer"
   unless $streams_per_mode =~ /^\d+$/ && $streams_per_mode > 0;
+# AUTOCDC_PROPERTY_CITUS=1: into Citus-distributed targets (property_node)
+my $citus = $ENV{AUTOCDC_PROPERTY_CITUS};
 srand($seed);
 note "seed $seed, $streams_per_mode streams per mode";
 
@@ -409,6 +415,18 @@ sub target_sql
 {
 	my ($target, $mode, $tkind) = @_;
 	return '' if $tkind eq 'plain';
+	if ($tkind =~ /^citus/)
+	{
+		# distributed by the key, ordinary or partitioned
+		(my $part = $tkind) =~ s/^citus_?//;
+		return ($part ? target_sql($target, $mode, $part)
+			: "CREATE TABLE $target (k int, a text, b text, c text"
+			  . ($mode->{scd} == 2 ? ', __start_at int, __end_at int, PRIMARY KEY (k, __start_at));
+' : ', PRIMARY KEY (k));
+'))
+		  . "SELECT create_distributed_table('$target', 'k');
+";
+	}
 	my $scd2 = $mode->{scd} == 2;
 	my $cols = 'k int, a text, b text, c text'
 	  . ($scd2 ? ', __start_at int, __end_at int, PRIMARY KEY (k, __start_at)' : ', PRIMARY KEY (k)');
@@ -508,8 +526,7 @@ sub describe_events
 # The cluster.
 ############################################################################
 
-my $node = autocdc_node('property');
-$node->safe_psql('postgres', 'CREATE EXTENSION autocdc');
+my $node = property_node('property');
 
 my $t0 = time;
 my $id = 0;
@@ -541,7 +558,8 @@ for my $mode (@MODES)
 		my $list = [ grep { rand() < 0.5 } @COLS ];
 		my $skip = skip_of($mode, $list);
 		# the target: made by create_flow, or partitioned beforehand
-		my $tkind = pick('plain', 'plain', 'hash', 'list', $mode->{scd} == 2 ? 'range' : 'hash');
+		my $tkind = $citus ? pick('citus', 'citus', 'citus_hash', 'hash')
+		  : pick('plain', 'plain', 'hash', 'list', $mode->{scd} == 2 ? 'range' : 'hash');
 		$events_total += @$events;
 
 		my @model =

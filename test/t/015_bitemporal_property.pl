@@ -79,6 +79,8 @@ my $streams_per_mode =
 die "AUTOCDC_PROPERTY_STREAMS must be a positive integer"
   unless $streams_per_mode =~ /^\d+$/ && $streams_per_mode > 0;
 my $shuffle_streams_per_mode = int(($streams_per_mode + 1) / 2);
+# AUTOCDC_PROPERTY_CITUS=1: into Citus-distributed targets (property_node)
+my $citus = $ENV{AUTOCDC_PROPERTY_CITUS};
 srand($seed);
 note "seed $seed, $streams_per_mode streams per mode";
 
@@ -571,6 +573,15 @@ sub partitioned_sql
 {
 	my ($target, $tkind) = @_;
 	return '' if $tkind eq 'plain';
+	if ($tkind =~ /^citus/)
+	{
+		# distributed by the key, ordinary or partitioned
+		(my $part = $tkind) =~ s/^citus_?//;
+		return ($part ? partitioned_sql($target, $part)
+			: "CREATE TABLE $target (k int, a text, b text, c text, __start_at int, __end_at int, "
+			  . "__system_start_at int, __system_end_at int, PRIMARY KEY (k, __start_at, __system_start_at));\n")
+		  . "SELECT create_distributed_table('$target', 'k');\n";
+	}
 	my ($by, @parts) =
 	    $tkind eq 'hash' ? ('HASH (k)', map { "FOR VALUES WITH (MODULUS 3, REMAINDER $_)" } 0 .. 2)
 	  : ("RANGE ($tkind)", 'FOR VALUES FROM (MINVALUE) TO (3)', 'FOR VALUES FROM (3) TO (6)',
@@ -655,15 +666,19 @@ sub asof_sql
 	my ($id) = @_;
 	my $t = "tgt_$id";
 	my $row = "concat_ws('|', k, a, b, c, __start_at, __end_at, __system_start_at, __system_end_at)";
-	return <<"SQL";
-WITH ys AS (SELECT __system_start_at AS y FROM $t UNION SELECT min(__system_start_at) - 1 FROM $t
+	# the definition reads a copy of a distributed target on the coordinator
+	# (Citus cannot join its rows laterally with an aggregate)
+	my ($def, $copy) = ($t, '');
+	($def, $copy) = ("copy_$id", "CREATE TEMP TABLE copy_$id AS SELECT * FROM $t;\n") if $citus;
+	return $copy . <<"SQL";
+WITH ys AS (SELECT __system_start_at AS y FROM $def UNION SELECT min(__system_start_at) - 1 FROM $def
 			UNION SELECT NULL::int),
 	 pairs AS (SELECT x, y FROM generate_series(0, 9, 2) x, ys),
 	 cmp AS (SELECT x, y, g.got, w.want FROM pairs,
 				LATERAL (SELECT string_agg($row, ',' ORDER BY k) AS got FROM
 					(SELECT * FROM autocdc.as_of(NULL::$t, x, y) WHERE y IS NOT NULL
 					 UNION ALL SELECT * FROM autocdc.as_of(NULL::$t, x) WHERE y IS NULL) r) g,
-				LATERAL (SELECT string_agg($row, ',' ORDER BY k) AS want FROM $t
+				LATERAL (SELECT string_agg($row, ',' ORDER BY k) AS want FROM $def
 				  WHERE __start_at <= x AND (__end_at IS NULL OR x < __end_at)
 					AND CASE WHEN y IS NULL THEN __system_end_at IS NULL
 							 ELSE __system_start_at <= y AND (__system_end_at IS NULL OR y < __system_end_at) END) w)
@@ -691,8 +706,7 @@ sub rows_after
 # The cluster.
 ############################################################################
 
-my $node = autocdc_node('bitemporal_property');
-$node->safe_psql('postgres', 'CREATE EXTENSION autocdc');
+my $node = property_node('bitemporal_property');
 
 sub run_psql
 {
@@ -852,7 +866,8 @@ sub check_stream
 	my ($name, $mode, $tracked, $events, $plan) = @_;
 	$id++;
 	# the target: made by create_flow, or partitioned beforehand
-	my $tkind = pick('plain', 'plain', 'hash', '__start_at', '__system_start_at');
+	my $tkind = $citus ? pick('citus', 'citus', 'citus_hash', '__start_at')
+	  : pick('plain', 'plain', 'hash', '__start_at', '__system_start_at');
 	$name .= " ($tkind target)";
 	my $sql = stream_sql($id, $mode, $tracked, $events, $plan, $tkind);
 	my ($lines, $err) = run_psql($sql . cleanup_sql($id));

@@ -1,14 +1,25 @@
 
-# Citus (docs/operations.md "Citus and partitioned targets"): a coordinator and two
-# workers on localhost, autocdc preloaded on each.  A run addresses the rows
-# it changes by their row id, which Citus' shards each number on their own,
-# so autocdc refuses to write a Citus table: a target distributed after
-# create_flow is refused by the next run_flow and by the background worker
-# (feature_not_supported, nothing applied, the flow in error), and by
-# create_flow when it is distributed (SCD 1 and 2) or a reference table
-# before; the source of a change flow cannot be a distributed table (its
-# rows are written on the workers), while a snapshot flow reads one, as
-# does a flow with once => true.
+# Citus (docs/operations.md "Citus and partitioned targets"): a coordinator
+# and two workers on localhost, Citus and autocdc preloaded on each.
+#
+# A target Citus distributes by one of the flow's keys is written by key:
+# for SCD 1, SCD 2 and bitemporal flows (deletes, late events, truncates),
+# into ordinary and partitioned distributed tables, the distributed target
+# equals an ordinary target on the coordinator fed the same events, after
+# every run; the hidden state is distributed co-located with it, its
+# truncates kept on the coordinator.  The background worker applies a
+# continuous flow into a distributed target; snapshot flows and changes()
+# flows write distributed targets, full_refresh included; as_of over a
+# distributed target equals as_of over the ordinary one.  An immediate stop
+# of a worker node in the middle of a run (after it wrote the target,
+# while it waits to write the hidden state) fails the run, which applies
+# nothing; after the node's restart the next run is exact.
+#
+# Refused, applying nothing: a target distributed by a column outside the
+# keys, a reference table, a target distributed after its first flow was
+# created (by run_flow and by the worker), and a distributed source of a
+# change flow (a snapshot flow reads one instead, as does a flow with
+# once => true).
 #
 # Runs on an installation that has Citus (test/citus.sh builds one:
 # .ci/run); skipped elsewhere.
@@ -22,127 +33,284 @@ use Test::More;
 
 use AutocdcTest;
 
-my $pkglibdir = `pg_config --pkglibdir`;
-chomp $pkglibdir;
 plan skip_all => 'Citus not built: run test/citus.sh, then this test on its installation (.ci/run)'
-  unless -f "$pkglibdir/citus.so";
+  unless citus_built();
 
-# Citus must be loaded first; its nodes talk over TCP on localhost
-my @conf = (
-	"shared_preload_libraries = 'citus,autocdc'", "listen_addresses = '127.0.0.1'",
-	'max_connections = 100', 'max_prepared_transactions = 20', "citus.node_conninfo = 'sslmode=disable'",
-	'citus.enable_statistics_collection = off', "autocdc.naptime = '100ms'");
-my $coord = autocdc_node('coordinator', conf => \@conf);
-my @workers = map { autocdc_node("worker$_", conf => \@conf) } 1 .. 2;
+my ($coord, @workers) = citus_nodes(conf => ["autocdc.naptime = '100ms'"]);
 my $db = 'postgres';
-
-$_->safe_psql($db, 'CREATE EXTENSION citus') for ($coord, @workers);
-$coord->safe_psql($db, 'SELECT citus_set_coordinator_host(\'127.0.0.1\', ' . $coord->port . ')');
-$coord->safe_psql($db, "SELECT citus_add_node('127.0.0.1', " . $_->port . ')') for @workers;
 is($coord->safe_psql($db, 'SELECT count(*) FROM citus_get_active_worker_nodes()'), '2',
 	'two workers');
-# Citus propagates CREATE EXTENSION to the workers
-$coord->safe_psql($db, 'CREATE EXTENSION autocdc');
 is($_->safe_psql($db, q{SELECT count(*) FROM pg_extension WHERE extname = 'autocdc'}), '1',
-	$_->name . ' has autocdc') for @workers;
+	$_->name . ' has autocdc (Citus propagates CREATE EXTENSION)') for @workers;
 
-$coord->safe_psql($db, q{
-	CREATE TABLE feed (id int, v text, seq int, op text);
-	SELECT autocdc.create_flow('s1', 'feed', '{id}', 'seq', apply_as_deletes => $$op = 'D'$$);
-	SELECT autocdc.create_flow('s2', 'feed', '{id}', 'seq', apply_as_deletes => $$op = 'D'$$,
-							   stored_as_scd_type => '2');
-	SELECT autocdc.create_flow('s3', 'feed', '{id}', 'seq', apply_as_deletes => $$op = 'D'$$);
-	INSERT INTO feed SELECT g, 'a', 1, 'U' FROM generate_series(1, 10) g;
-	SELECT autocdc.run_flow(f) FROM unnest('{s1,s2,s3}'::text[]) f;
-});
-
-# the targets distributed after create_flow
-for my $t (qw(s1 s2 s3))
-{
-	my ($ret, $out, $err) = $coord->psql($db, "SELECT create_distributed_table('$t', 'id')");
-	is($ret, 0, "$t distributed") or diag($err);
-}
-is($coord->safe_psql($db, q{
-	SELECT string_agg(logicalrelid::text || partmethod::text, ',' ORDER BY 1) FROM pg_dist_partition}),
-	's1h,s2h,s3h', 'Citus has the three targets');
-# 7 updates and 3 deletes
-$coord->safe_psql($db, q{
-	INSERT INTO feed SELECT g, 'b', 2, 'U' FROM generate_series(1, 7) g;
-	INSERT INTO feed SELECT g, NULL, 2, 'D' FROM generate_series(8, 10) g;});
-
-# what a refused run must leave as it was: the target, the hidden state and the progress
+# what a refused or failed run must leave as it was: the target, the hidden
+# state (and its truncates) and the progress
 sub fingerprint
 {
 	my ($flow) = @_;
-	my $state = $coord->safe_psql($db, qq{
-		SELECT 'autocdc_state.target_' || target_id FROM autocdc.flow WHERE name = '$flow'});
+	my $id = $coord->safe_psql($db, qq{SELECT target_id FROM autocdc.flow WHERE name = '$flow'});
+	my $truncates = $coord->safe_psql($db,
+		qq{SELECT to_regclass('autocdc_state.target_${id}_truncates') IS NOT NULL});
 	return $coord->safe_psql($db, qq{
 		SELECT (SELECT md5(string_agg(t::text, ',' ORDER BY t::text)) FROM $flow t)
-			   || ' ' || (SELECT count(*) FROM $state)
+			   || ' ' || (SELECT md5(string_agg(s::text, ',' ORDER BY s::text)) FROM autocdc_state.target_$id s)
+			   || ' ' || } . ($truncates eq 't' ? "(SELECT count(*) FROM autocdc_state.target_${id}_truncates)" : "''") . qq{
 			   || ' ' || s.progress || ' ' || s.num_events
 		  FROM autocdc.flow_state s WHERE s.name = '$flow'});
 }
 
-for my $case ([ 's1', 'SCD 1' ], [ 's2', 'SCD 2' ])
+# the rows of a table, ordered, as text (without the hidden columns)
+sub rows
 {
-	my ($flow, $what) = @$case;
-	my $before = fingerprint($flow);
-	my ($ret, $out, $err) = $coord->psql($db,
-		"\\set VERBOSITY verbose\nSELECT * FROM autocdc.run_flow('$flow')");
-	like($err, qr/ERROR:  0A000: \Qflow "$flow": target "$flow" is a Citus distributed table\E/,
-		"$what: run_flow refuses a target distributed after create_flow");
-	like($err, qr/HINT:  Write the flow into an ordinary table on the coordinator\./, "$what: hint");
-	is(fingerprint($flow), $before, "$what: target, hidden state and progress unchanged");
-	is($coord->safe_psql($db, qq{
-		SELECT state || ' ' || last_error_sqlstate FROM autocdc.flows WHERE name = '$flow'}),
-		'error 0A000', "$what: the flow is in error");
+	my ($t, $order) = @_;
+	return $coord->safe_psql($db, "SELECT string_agg(t::text, ',' ORDER BY $order) FROM $t t");
 }
-is($coord->safe_psql($db, q{SELECT count(*) || ' ' || count(DISTINCT v) FROM s1}), '10 1',
-	'SCD 1: the ten first rows, none lost');
-is($coord->safe_psql($db, q{SELECT count(*) FROM s2 WHERE __end_at IS NULL}), '10',
-	'SCD 2: the ten first versions, none lost');
 
-# the background worker
-my $before = fingerprint('s3');
+############################################################################
+# Distributed targets beside ordinary ones, fed the same events.
+############################################################################
+
+# kind => [create_flow options, target columns, the order of its rows]
+my %kinds = (
+	scd1 => [ q{}, 'id int, grp int, v text', 'id' ],
+	scd2 => [ q{, stored_as_scd_type => '2'},
+		'id int, grp int, v text, __start_at int, __end_at int', 'id, __start_at' ],
+	bt => [ q{, stored_as_scd_type => 'bitemporal', system_sequence_by => 'sys'},
+		'id int, grp int, v text, __start_at int, __end_at int, __system_start_at int, __system_end_at int',
+		'id, __start_at, __system_start_at' ]);
+$coord->safe_psql($db, q{CREATE TABLE feed (id int, grp int, v text, seq int, sys int, op text)});
+for my $k (sort keys %kinds)
+{
+	my ($opts, $cols) = @{ $kinds{$k} };
+	my $flow_opts = qq{'seq', except_column_list => '{op,seq,sys}', apply_as_deletes => \$\$op = 'D'\$\$,
+		apply_as_truncates => \$\$op = 'T'\$\$$opts};
+	$coord->safe_psql($db, qq{
+		-- ordinary, on the coordinator (made by create_flow)
+		SELECT autocdc.create_flow('p_$k', 'feed', '{id}', $flow_opts);
+		-- distributed by the key
+		CREATE TABLE d_$k ($cols);
+		SELECT create_distributed_table('d_$k', 'id');
+		SELECT autocdc.create_flow('d_$k', 'feed', '{id}', $flow_opts);
+		-- partitioned by hash of the key, distributed by it
+		CREATE TABLE dp_$k ($cols) PARTITION BY HASH (id);
+		CREATE TABLE dp_${k}_0 PARTITION OF dp_$k FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+		CREATE TABLE dp_${k}_1 PARTITION OF dp_$k FOR VALUES WITH (MODULUS 2, REMAINDER 1);
+		SELECT create_distributed_table('dp_$k', 'id');
+		SELECT autocdc.create_flow('dp_$k', 'feed', '{id}', $flow_opts);});
+}
+my $sid = $coord->safe_psql($db, q{SELECT target_id FROM autocdc.flow WHERE name = 'd_scd2'});
+is($coord->safe_psql($db, qq{
+	SELECT count(DISTINCT colocationid) || ' ' || string_agg(partmethod::text, '' ORDER BY logicalrelid::text)
+	  FROM pg_dist_partition
+	 WHERE logicalrelid IN ('d_scd2'::regclass, 'autocdc_state.target_$sid'::regclass)}),
+	'1 hh', 'the hidden state is distributed, co-located with the target');
+is($coord->safe_psql($db, qq{
+	SELECT count(*) FROM pg_dist_partition
+	 WHERE logicalrelid = 'autocdc_state.target_${sid}_truncates'::regclass}),
+	'0', 'its truncates stay on the coordinator');
+
+my @batches = (
+	q{SELECT g, g % 3, 'a', 1, 1, 'U' FROM generate_series(1, 40) g},
+	q{SELECT g, g % 3, 'b', 3, 2, 'U' FROM generate_series(1, 30) g
+	  UNION ALL SELECT g, NULL, NULL, 3, 2, 'D' FROM generate_series(31, 35) g},
+	# late events: before the versions they arrive after
+	q{SELECT g, 7, 'late', 2, 3, 'U' FROM generate_series(1, 45, 4) g},
+	# a truncate at 4, events before and after it
+	q{SELECT NULL::int, NULL::int, NULL, 4, 4, 'T'
+	  UNION ALL SELECT g, 1, 'c', 5, 4, 'U' FROM generate_series(1, 10) g
+	  UNION ALL SELECT g, 1, 'old', 3, 5, 'U' FROM generate_series(11, 20) g},
+	q{SELECT g, 2, 'd', 6, 6, 'U' FROM generate_series(5, 25) g
+	  UNION ALL SELECT 3, NULL, NULL, 7, 6, 'D'});
+my $run = 0;
+for my $batch (@batches)
+{
+	$run++;
+	$coord->safe_psql($db, "INSERT INTO feed $batch");
+	for my $k (sort keys %kinds)
+	{
+		my $order = $kinds{$k}[2];
+		my @n = map {
+			$coord->safe_psql($db, "SELECT num_events FROM autocdc.run_flow('${_}_$k')")
+		} qw(p d dp);
+		is("$n[1] $n[2]", "$n[0] $n[0]", "run $run, $k: the same events");
+		my $want = rows("p_$k", $order);
+		is(rows("d_$k", $order), $want, "run $run, $k: the distributed target equals the ordinary one");
+		is(rows("dp_$k", $order), $want,
+			"run $run, $k: the partitioned distributed target equals the ordinary one");
+	}
+}
+is($coord->safe_psql($db, qq{SELECT count(*) FROM autocdc_state.target_${sid}_truncates}), '1',
+	'the truncate kept on the coordinator');
+
+# as_of over a distributed target
+is($coord->safe_psql($db, q{
+	SELECT count(*) FILTER (WHERE d IS DISTINCT FROM p) || ' of ' || count(*)
+	  FROM generate_series(0, 8) x,
+		   LATERAL (SELECT string_agg(r::text, ',' ORDER BY r::text) FROM autocdc.as_of(NULL::d_scd2, x) r) d(d),
+		   LATERAL (SELECT string_agg(r::text, ',' ORDER BY r::text) FROM autocdc.as_of(NULL::p_scd2, x) r) p(p)}),
+	'0 of 9', 'as_of over a distributed SCD 2 target equals as_of over the ordinary one');
+is($coord->safe_psql($db, q{
+	SELECT count(*) FILTER (WHERE d IS DISTINCT FROM p) || ' of ' || count(*)
+	  FROM generate_series(0, 8) x, generate_series(0, 7) y,
+		   LATERAL (SELECT string_agg(r::text, ',' ORDER BY r::text) FROM autocdc.as_of(NULL::d_bt, x, y) r) d(d),
+		   LATERAL (SELECT string_agg(r::text, ',' ORDER BY r::text) FROM autocdc.as_of(NULL::p_bt, x, y) r) p(p)}),
+	'0 of 72', 'as_of over a distributed bitemporal target equals as_of over the ordinary one');
+
+############################################################################
+# A worker node stopped in the middle of a run.
+############################################################################
+
+$coord->safe_psql($db, q{INSERT INTO feed SELECT g, 3, 'e', 8, 7, 'U' FROM generate_series(1, 40) g});
+my $before = fingerprint('d_scd2');
+# hold off the run's writes to the hidden state's shards on worker 2
+my $state_shards = $coord->safe_psql($db, qq{
+	SELECT string_agg(shard_name('autocdc_state.target_$sid'::regclass, s.shardid), ', ')
+	  FROM pg_dist_shard s JOIN pg_dist_placement p USING (shardid)
+		   JOIN pg_dist_node n USING (groupid)
+	 WHERE s.logicalrelid = 'autocdc_state.target_$sid'::regclass AND n.nodeport = } . $workers[1]->port);
+my $locker = $workers[1]->background_psql($db);
+$locker->query_safe("SET citus.enable_manual_changes_to_shards = on; BEGIN; LOCK TABLE $state_shards IN SHARE MODE");
+my $runner = $coord->background_psql($db, on_error_stop => 0);
+$runner->query_until(qr/started/, q{
+	\echo started
+	SELECT 'RUN:' || num_events FROM autocdc.run_flow('d_scd2');
+});
+ok($workers[1]->poll_query_until($db, q{
+	SELECT count(*) > 0 FROM pg_locks
+	 WHERE NOT granted AND relation::regclass::text LIKE 'autocdc_state.target\_%'}),
+	'the run wrote the target and waits to write the hidden state on worker 2');
+$workers[0]->stop('immediate');
+$locker->query_safe('COMMIT');
+$locker->quit;
+# (psql runs one statement after the other: "done" follows the run's end)
+my $out = $runner->query_until(qr/done/, "\\echo done\n");
+my $err = $runner->{stderr};
+$runner->quit;
+unlike($out, qr/RUN:/, 'the run did not finish');
+like($err, qr/ERROR/, 'the run failed') or diag($out);
+$workers[0]->start;
+is(fingerprint('d_scd2'), $before, 'the failed run applied nothing');
+$coord->safe_psql($db, q{SELECT autocdc.run_flow(f) FROM unnest('{d_scd2,p_scd2}'::text[]) f});
+is(rows('d_scd2', 'id, __start_at'), rows('p_scd2', 'id, __start_at'),
+	'after the restart, the next run is exact');
+
+############################################################################
+# Snapshot flows and changes() flows; full_refresh.
+############################################################################
+
+$coord->safe_psql($db, q{
+	CREATE TABLE src (id int PRIMARY KEY, v text);
+	INSERT INTO src SELECT g, 'a' FROM generate_series(1, 30) g;
+	CREATE TABLE d_snap (id int, v text, __start_at timestamptz, __end_at timestamptz);
+	SELECT create_distributed_table('d_snap', 'id');
+	SELECT autocdc.create_snapshot_flow('d_snap', 'src', '{id}', stored_as_scd_type => '2');
+	SELECT autocdc.create_snapshot_flow('p_snap', 'src', '{id}', stored_as_scd_type => '2');
+	CREATE TABLE d_chg (id int, v text);
+	SELECT create_distributed_table('d_chg', 'id');
+	SELECT autocdc.create_flow('d_chg', 'changes(src)', '{id}');
+	SELECT autocdc.create_flow('p_chg', 'changes(src)', '{id}');});
+my @changes = (
+	q{UPDATE src SET v = 'b' WHERE id <= 10; DELETE FROM src WHERE id > 25},
+	q{TRUNCATE src; INSERT INTO src SELECT g, 'c' FROM generate_series(5, 15) g},
+	q{UPDATE src SET v = 'd' WHERE id % 2 = 0});
+for my $i (0 .. @changes)
+{
+	$coord->safe_psql($db, $changes[ $i - 1 ]) if $i > 0;
+	$coord->safe_psql($db, q{SELECT autocdc.run_flow(f) FROM unnest('{d_snap,p_snap,d_chg,p_chg}'::text[]) f});
+	is(rows('d_snap', 'id, __start_at'), rows('p_snap', 'id, __start_at'),
+		"snapshot $i: the distributed target equals the ordinary one");
+	is(rows('d_chg', 'id'), rows('p_chg', 'id'), "changes() $i: the distributed target equals the ordinary one");
+}
+$coord->safe_psql($db, q{
+	UPDATE src SET v = 'e' WHERE id = 5;
+	SELECT autocdc.full_refresh(f) FROM unnest('{d_snap,p_snap,d_chg,p_chg,d_scd1,p_scd1}'::text[]) f;});
+is(rows('d_snap', 'id, __start_at'), rows('p_snap', 'id, __start_at'),
+	'full_refresh of a snapshot flow: the distributed target equals the ordinary one');
+is(rows('d_chg', 'id'), rows('p_chg', 'id'),
+	'full_refresh of a changes() flow (target kept): the distributed target equals the ordinary one');
+is(rows('d_scd1', 'id'), rows('p_scd1', 'id'),
+	'full_refresh of a feed flow: the distributed target equals the ordinary one');
+is($coord->safe_psql($db, q{SELECT count(*) FROM d_chg WHERE v = 'e'}), '1', 'and it read the change');
+
+############################################################################
+# The background worker.
+############################################################################
+
+$coord->safe_psql($db, q{
+	CREATE TABLE wfeed (id int, v text, seq int);
+	CREATE TABLE d_w (id int, v text, __start_at int, __end_at int);
+	SELECT create_distributed_table('d_w', 'id');
+	SELECT autocdc.create_flow('d_w', 'wfeed', '{id}', 'seq', column_list => '{id,v}', stored_as_scd_type => '2',
+							   continuous => true);
+	ALTER SYSTEM SET autocdc.enabled = on; SELECT pg_reload_conf();
+	INSERT INTO wfeed SELECT g, 'a', 1 FROM generate_series(1, 50) g;});
+ok($coord->poll_query_until($db, q{SELECT count(*) = 50 FROM d_w}),
+	'the worker applies a continuous flow into a distributed target');
+$coord->safe_psql($db, q{INSERT INTO wfeed SELECT g, 'b', 2 FROM generate_series(1, 20) g});
+ok($coord->poll_query_until($db, q{
+	SELECT count(*) = 70 AND count(*) FILTER (WHERE __end_at IS NULL) = 50 FROM d_w}),
+	'and its next events');
+is($coord->safe_psql($db, q{SELECT num_events || ' ' || state FROM autocdc.flows WHERE name = 'd_w'}),
+	'70 idle', 'each event applied once');
+
+############################################################################
+# Refused: tables distributed otherwise, or after the flow.
+############################################################################
+
+$coord->safe_psql($db, q{ALTER SYSTEM SET autocdc.enabled = off; SELECT pg_reload_conf()});
+$coord->safe_psql($db, q{
+	CREATE TABLE sfeed (id int, v text, seq int);
+	INSERT INTO sfeed SELECT g, 'a', 1 FROM generate_series(1, 10) g;
+	CREATE TABLE s1 (id int, v text);
+	SELECT autocdc.create_flow('s1', 'sfeed', '{id}', 'seq', column_list => '{id,v}');
+	SELECT autocdc.run_flow('s1');
+	SELECT create_distributed_table('s1', 'id');
+	INSERT INTO sfeed VALUES (1, 'f', 9);});
+$before = fingerprint('s1');
+(undef, $out, $err) = $coord->psql($db, "\\set VERBOSITY verbose\nSELECT * FROM autocdc.run_flow('s1')");
+like($err, qr/ERROR:  0A000: \Qflow "s1": target "s1" is a Citus distributed table, but its hidden state is not distributed with it\E/,
+	'run_flow refuses a target distributed after create_flow');
+like($err, qr/HINT:  Distribute a target before creating its first flow/, 'with a hint');
+is(fingerprint('s1'), $before, 'target, hidden state and progress unchanged');
 $coord->safe_psql($db, q{ALTER SYSTEM SET autocdc.enabled = on; SELECT pg_reload_conf()});
 ok($coord->poll_query_until($db, q{
-	SELECT state = 'error' AND last_error_sqlstate = '0A000'
-	   AND last_error = 'flow "s3": target "s3" is a Citus distributed table'
-	  FROM autocdc.flows WHERE name = 's3'}), 'the worker puts the flow in error');
-is(fingerprint('s3'), $before, 'the worker wrote nothing');
+	SELECT state = 'error' AND last_error_sqlstate = '0A000' FROM autocdc.flows WHERE name = 's1'}),
+	'the worker puts the flow in error');
+is(fingerprint('s1'), $before, 'the worker wrote nothing');
 $coord->safe_psql($db, q{ALTER SYSTEM SET autocdc.enabled = off; SELECT pg_reload_conf()});
 
-# targets distributed or replicated before create_flow; a distributed source
 $coord->safe_psql($db, q{
-	CREATE TABLE d (id int PRIMARY KEY, v text);
-	SELECT create_distributed_table('d', 'id');
-	CREATE TABLE r (id int PRIMARY KEY, v text);
+	CREATE TABLE bygrp (id int, grp int, v text);
+	SELECT create_distributed_table('bygrp', 'grp');
+	CREATE TABLE r (id int, v text);
 	SELECT create_reference_table('r');
 	CREATE TABLE dfeed (id int, v text, seq int);
 	SELECT create_distributed_table('dfeed', 'id');});
-my $err;
 for my $case (
-	[ q{SELECT autocdc.create_flow('d', 'feed', '{id}', 'seq', column_list => '{id,v}')},
-		'target "d" is a Citus distributed table', 'a distributed target (SCD 1)' ],
-	[ q{SELECT autocdc.create_flow('d', 'feed', '{id}', 'seq', column_list => '{id,v}', stored_as_scd_type => '2')},
-		'target "d" is a Citus distributed table', 'a distributed target (SCD 2)' ],
+	[ q{SELECT autocdc.create_flow('bygrp', 'feed', '{id}', 'seq', column_list => '{id,grp,v}')},
+		'target "bygrp" is distributed by column "grp", which is not one of the flow\'s keys',
+		qr/HINT:  Distribute the target by one of the flow's keys: SELECT alter_distributed_table\('public.bygrp', distribution_column => 'id'\)\./,
+		'a target distributed by a column outside the keys' ],
 	[ q{SELECT autocdc.create_flow('r', 'feed', '{id}', 'seq', column_list => '{id,v}')},
-		'target "r" is a Citus reference table', 'a reference target' ],
-	[ q{SELECT autocdc.create_snapshot_flow('d', 'feed', '{id,seq}')},
-		'target "d" is a Citus distributed table', 'a distributed snapshot target' ],
+		'target "r" is a Citus reference table',
+		qr/HINT:  Distribute it by one of the flow's keys with create_distributed_table, or write the flow into a table on the coordinator\./,
+		'a reference target' ],
+	[ q{SELECT autocdc.create_snapshot_flow('r', 'feed', '{id,seq}')},
+		'target "r" is a Citus reference table', qr/HINT/, 'a reference snapshot target' ],
 	[ q{SELECT autocdc.create_flow('x2', 'changes(dfeed)', '{id}')},
-		'source "dfeed" is a Citus distributed table', 'a distributed changes() source' ],
+		'source "dfeed" is a Citus distributed table', qr/HINT/, 'a distributed changes() source' ],
 	[ q{SELECT autocdc.create_flow('x1', 'dfeed', '{id}', 'seq')},
-		'source "dfeed" is a Citus distributed table', 'a distributed feed' ])
+		'source "dfeed" is a Citus distributed table',
+		qr/HINT:  Read it with a snapshot flow \(autocdc.create_snapshot_flow\), or let the application also insert its changes into a feed table on the coordinator\./,
+		'a distributed feed' ])
 {
-	my ($sql, $message, $what) = @$case;
+	my ($sql, $message, $hint, $what) = @$case;
 	(undef, undef, $err) = $coord->psql($db, "\\set VERBOSITY verbose\n$sql");
 	like($err, qr/ERROR:  0A000: \Q$message\E/, "create_flow refuses $what");
+	like($err, $hint, "$what: hint");
 }
-like($err, qr/HINT:  Read it with a snapshot flow \(autocdc.create_snapshot_flow\), or let the application also insert its changes into a feed table on the coordinator\./,
-	'with the workaround');
-is($coord->safe_psql($db, q{SELECT string_agg(name, ',' ORDER BY name) FROM autocdc.flows}),
-	's1,s2,s3', 'no flow created');
+is($coord->safe_psql($db, q{SELECT count(*) FROM autocdc.flows WHERE name IN ('bygrp', 'r', 'x1', 'x2')}),
+	'0', 'no flow created');
 
 # the workaround: a snapshot flow reads a distributed table (as does a
 # flow that reads its source once)
@@ -164,6 +332,13 @@ is($coord->safe_psql($db, q{
 	'0', 'its current rows are the table\'s');
 is($coord->safe_psql($db, q{SELECT count(*) || ' ' || sum(id) FROM once1}), '100 5050',
 	'a flow with once => true reads a distributed table');
+
+# dropping a flow drops its distributed hidden state and its truncates
+$coord->safe_psql($db, q{SELECT autocdc.drop_flow('d_scd2', true)});
+is($coord->safe_psql($db, qq{
+	SELECT count(*) FROM pg_class WHERE relname LIKE 'target\\_${sid}%'
+	   AND relnamespace = 'autocdc_state'::regnamespace}), '0',
+	'drop_flow drops the distributed hidden state and its truncates');
 
 $_->stop for ($coord, @workers);
 done_testing();

@@ -12,7 +12,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-our @EXPORT = qw(autocdc_node start_blocked_run wait_for_restart pg_config
+our @EXPORT = qw(autocdc_node citus_built citus_nodes property_node start_blocked_run wait_for_restart pg_config
   old_autocdc_installation install_current_autocdc autocdc_objects_sql
   stop_autocdc_worker new_library_before_update upgrade_snapshot_flows upgrade_snapshot_step
   same_objects_as_fresh);
@@ -32,6 +32,56 @@ sub autocdc_node
 	$node->append_conf('postgresql.conf', 'autocdc.enabled = off') unless $opt{worker};
 	$node->append_conf('postgresql.conf', $_) for @{ $opt{conf} // [] };
 	$node->start unless $opt{no_start};
+	return $node;
+}
+
+# Is Citus installed beside PostgreSQL (test/citus.sh builds such an installation)?
+sub citus_built
+{
+	my $pkglibdir = `pg_config --pkglibdir`;
+	chomp $pkglibdir;
+	return -f "$pkglibdir/citus.so";
+}
+
+# A Citus cluster on localhost: a coordinator and two workers, each with
+# Citus and autocdc preloaded (conf => [lines] adds postgresql.conf lines),
+# the workers added to the coordinator, and autocdc created on all of them
+# (Citus propagates CREATE EXTENSION).  Returns ($coordinator, @workers).
+sub citus_nodes
+{
+	my (%opt) = @_;
+	# Citus must be loaded first; its nodes talk over TCP on localhost
+	my @conf = (
+		"shared_preload_libraries = 'citus,autocdc'", "listen_addresses = '127.0.0.1'",
+		'max_connections = 100', 'max_prepared_transactions = 20',
+		"citus.node_conninfo = 'sslmode=disable'", 'citus.enable_statistics_collection = off',
+		@{ $opt{conf} // [] });
+	my $coord = autocdc_node('coordinator', conf => \@conf);
+	my @workers = map { autocdc_node("worker$_", conf => \@conf) } 1 .. 2;
+	$_->safe_psql('postgres', 'CREATE EXTENSION citus') for ($coord, @workers);
+	$coord->safe_psql('postgres',
+		"SELECT citus_set_coordinator_host('127.0.0.1', " . $coord->port . ')');
+	$coord->safe_psql('postgres', "SELECT citus_add_node('127.0.0.1', " . $_->port . ')')
+	  for @workers;
+	$coord->safe_psql('postgres', 'CREATE EXTENSION autocdc');
+	return ($coord, @workers);
+}
+
+# The node of a property test, with autocdc created: with
+# AUTOCDC_PROPERTY_CITUS=1 (on an installation with Citus) the coordinator
+# of citus_nodes, whose workers live as long as the test; else a node of
+# its own.
+sub property_node
+{
+	my ($name) = @_;
+	if ($ENV{AUTOCDC_PROPERTY_CITUS})
+	{
+		BAIL_OUT('AUTOCDC_PROPERTY_CITUS=1, but Citus is not installed') unless citus_built();
+		my ($coord) = citus_nodes(conf => ["autocdc.naptime = '100ms'"]);
+		return $coord;
+	}
+	my $node = autocdc_node($name);
+	$node->safe_psql('postgres', 'CREATE EXTENSION autocdc');
 	return $node;
 }
 
