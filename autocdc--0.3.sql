@@ -241,7 +241,8 @@ CREATE FUNCTION autocdc.create_flow(
 	tombstone_retention interval DEFAULT NULL,
 	ignore_null_updates_column_list text[] DEFAULT NULL,
 	ignore_null_updates_except_column_list text[] DEFAULT NULL,
-	columns_to_update text DEFAULT NULL)
+	columns_to_update text DEFAULT NULL,
+	distributed_by text DEFAULT NULL)	-- a new target: Citus distributes it by this key
 	RETURNS text
 	LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_create_flow';
 

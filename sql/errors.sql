@@ -388,6 +388,17 @@ SELECT * FROM e_alt;
 SELECT autocdc.drop_flow('e_alt', true);
 DROP TABLE e_altfeed;
 
+-- a target to distribute, without Citus: nothing is created
+SELECT e_try($$SELECT autocdc.create_flow('e_dist', 'e_feed', '{id}', 'seq', distributed_by => 'id')$$)
+	AS distributed_without_citus;
+SELECT e_try($$SELECT * FROM autocdc.execute('CREATE STREAMING TABLE e_dist (id int) DISTRIBUTED BY (id)')$$)
+	AS distributed_by_without_citus;
+SELECT e_try($$SELECT * FROM autocdc.execute('CREATE STREAMING TABLE e_dist DISTRIBUTED BY (id)')$$)
+	AS distributed_by_without_columns;
+SELECT e_try($$SELECT * FROM autocdc.execute('CREATE STREAMING TABLE e_dist (id int) DISTRIBUTED (id)')$$)
+	AS distributed_by_syntax;
+SELECT to_regclass('e_dist') IS NULL AS no_table, count(*) AS no_flow FROM autocdc.flows WHERE name = 'e_dist';
+
 -- clean up
 SELECT autocdc.drop_flow('e_ok_alice', true);
 SELECT autocdc.drop_flow('e_ok_dup', true);

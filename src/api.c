@@ -133,6 +133,7 @@ autocdc_create_flow(PG_FUNCTION_ARGS)
 		spec.inu_list = ARG_ARRAY(17);
 		spec.inu_except_list = ARG_ARRAY(18);
 		spec.columns_to_update = ARG_TEXT(19);
+		spec.distributed_by = PG_NARGS() > 20 ? ARG_TEXT(20) : NULL;
 	}
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");

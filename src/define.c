@@ -1212,8 +1212,12 @@ def_target(Definition *d)
 		d->target = storage_create_target(d->trv->schemaname, d->trv->relname, d->srcname,
 										  d->tgtcols, d->selected, d->kind, d->keys, d->seqtype,
 										  d->sysseqtype, &d->rangetypname);
+		if (d->spec->distributed_by)
+			storage_distribute_target(d->target, d->spec->distributed_by, d->keys);
 		return;
 	}
+	if (d->spec->distributed_by)
+		storage_check_distributed_by(d->target, d->spec->distributed_by);
 	if (!compat_class_ownercheck(d->target, GetUserId()))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),

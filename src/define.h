@@ -38,6 +38,7 @@ typedef struct FlowSpec
 	ArrayType  *inu_list;		/* ignore_null_updates_column_list */
 	ArrayType  *inu_except_list;	/* ignore_null_updates_except_column_list */
 	const char *columns_to_update;	/* a source column, or NULL */
+	const char *distributed_by;	/* Citus distributes the target by this key */
 	const char *source_function;	/* snapshot flows: 'f(bigint)' */
 	const char *source_query;	/* snapshot flows: a SELECT */
 	const char *version_query;	/* with source_query: the next version */

@@ -873,6 +873,16 @@ parse_statement(Parser *p)
 			s->target = parse_name(p, "the name of the streaming table");
 			if (is_char(p, p->pos, '('))
 				parse_table_elements(p, s);
+			if (is_word(p, p->pos, "distributed"))
+			{
+				p->pos++;
+				expect_word(p, "by", "BY after DISTRIBUTED");
+				expect_char(p, '(', "\"(\" and the distribution column");
+				if (!is_name_token(p, p->pos))
+					syntax_error(p, p->pos, "the distribution column");
+				s->distributed_by = tok_text(p, p->pos++);
+				expect_char(p, ')', "\")\" after the distribution column");
+			}
 			return s;
 		}
 		if (s->or_refresh)

@@ -62,6 +62,7 @@ typedef struct AutocdcStmt
 	List	   *inu_except_list;
 	char	   *columns_to_update;	/* COLUMNS TO UPDATE col, as written */
 	char	   *column_defs;		/* CREATE STREAMING TABLE (...) */
+	char	   *distributed_by; /* its DISTRIBUTED BY (col), as written */
 	List	   *expectations;	/* and its AutocdcExpects */
 } AutocdcStmt;
 

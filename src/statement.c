@@ -37,6 +37,7 @@
 #include "define.h"
 #include "parse.h"
 #include "run.h"
+#include "storage.h"
 #include "tablekind.h"
 #include "util.h"
 
@@ -188,13 +189,26 @@ run_streaming_table(AutocdcStmt *s)
 				elog(ERROR, "SPI_connect failed");
 			if (SPI_execute(sql, false, 0) != SPI_OK_UTILITY)
 				elog(ERROR, "could not create streaming table %s", s->target);
+			CommandCounterIncrement();
+			/* its flows check that the column is one of their keys */
+			if (s->distributed_by)
+				storage_distribute_target(RangeVarGetRelid(rv, NoLock, false),
+										  s->distributed_by, NIL);
 			SPI_finish();
 			return;
 		}
 	}
+	else if (s->distributed_by)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("DISTRIBUTED BY needs the streaming table's column definitions"),
+				 errhint("Write CREATE STREAMING TABLE %s (columns ...) DISTRIBUTED BY (column), or let the first flow into it create it with distributed_by.",
+						 s->target)));
 	if (!OidIsValid(relid))
 		return;					/* reserved: the first flow into it creates it */
 	tablekind_check(relid, TABLE_TARGET, NULL);
+	if (s->distributed_by)
+		storage_check_distributed_by(relid, s->distributed_by);
 	foreach(lc, coldefs)
 	{
 		ColumnDef  *cd = lfirst(lc);

@@ -836,6 +836,52 @@ storage_check_kinds(FlowDef *flow)
 }
 
 /*
+ * Have Citus distribute a target create_flow just made by column (named as
+ * the user wrote it: distributed_by), which must be one of the flow's keys;
+ * as the caller, who owns it.  The hidden state follows when it is created
+ * (distribute_state).
+ */
+void
+storage_distribute_target(Oid target, const char *column, List *keys)
+{
+	char	   *col = parse_identifier(column, "distribution column");
+
+	if (!tablekind_citus_installed())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot distribute target \"%s\": the extension citus is not installed",
+						get_rel_name(target)),
+				 errhint("Create the extension citus (preloaded on every node), or leave out distributed_by (DISTRIBUTED BY).")));
+	if (keys != NIL && !name_in_list(keys, col))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("distributed_by must name one of the flow's keys, not \"%s\"", col),
+				 errdetail("A run addresses the rows of a key in one shard.")));
+	spi_exec(psprintf("SELECT pg_catalog.create_distributed_table(%s, %s)",
+					  quote_literal_cstr(qualified_relname(target)), quote_literal_cstr(col)),
+			 SPI_OK_SELECT);
+}
+
+/*
+ * distributed_by given for a target that exists: Citus must distribute it
+ * by that column already (create_flow distributes only a table it makes).
+ */
+void
+storage_check_distributed_by(Oid target, const char *column)
+{
+	char	   *col = parse_identifier(column, "distribution column");
+	CitusTable	ct;
+
+	if (!tablekind_distributed(target, &ct) ||
+		strcmp(get_attname(target, ct.attno, false), col) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("target \"%s\" exists and is not distributed by column \"%s\"",
+						get_rel_name(target), col),
+				 errhint("create_flow distributes only a target it creates: distribute an existing one with create_distributed_table first, or leave out distributed_by.")));
+}
+
+/*
  * A target Citus distributes (tablekind.c lets only hash-distributed ones
  * through) must be distributed by one of the flow's keys, so that every
  * statement of a run addresses each key's rows in one shard; and once its
@@ -1033,10 +1079,14 @@ storage_drop(int target_id, Oid target, List *typnames, bool drop_target)
 	char	   *tschema = get_namespace_name(get_rel_namespace(target));
 
 	become_superuser(&saved_uid, &saved_sec);
-	spi_exec(psprintf("DROP TABLE IF EXISTS %s, %s",
-					  quote_qualified_identifier(AUTOCDC_STATE_SCHEMA, storage_state_name(target_id)),
-					  quote_qualified_identifier(AUTOCDC_STATE_SCHEMA, storage_truncates_name(target_id))),
+	spi_exec(psprintf("DROP TABLE IF EXISTS %s",
+					  quote_qualified_identifier(AUTOCDC_STATE_SCHEMA, storage_state_name(target_id))),
 			 SPI_OK_UTILITY);
+	if (OidIsValid(storage_truncates_relid(target_id)))
+		spi_exec(psprintf("DROP TABLE %s",
+						  quote_qualified_identifier(AUTOCDC_STATE_SCHEMA,
+													 storage_truncates_name(target_id))),
+				 SPI_OK_UTILITY);
 	restore_user(saved_uid, saved_sec);
 	if (!drop_target)
 		return;

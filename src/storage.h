@@ -34,6 +34,8 @@ extern void storage_check_target(Oid target, const char *name, const char *srcna
 extern void storage_check_owner(FlowDef *flow);
 extern void storage_check_partitions_owned(Oid target);
 extern void storage_check_kinds(FlowDef *flow);
+extern void storage_distribute_target(Oid target, const char *column, List *keys);
+extern void storage_check_distributed_by(Oid target, const char *column);
 extern void storage_check_distribution(int target_id, Oid target, List *keys,
 									   const char *flow);
 extern void storage_sync_columns(FlowDef *flow, bool refresh);

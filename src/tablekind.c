@@ -196,6 +196,13 @@ citus_lookup(Oid relid, CitusTable *ct)
 	return found;
 }
 
+/* Is Citus installed in this database (its catalog there)? */
+bool
+tablekind_citus_installed(void)
+{
+	return OidIsValid(citus_catalog());
+}
+
 /*
  * What kind of Citus table relid is ("distributed table", "reference
  * table"...), or NULL when Citus does not manage it (or is not installed).

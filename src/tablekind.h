@@ -27,6 +27,7 @@ typedef struct CitusTable
 	int32		colocation;		/* its co-location group */
 } CitusTable;
 
+extern bool tablekind_citus_installed(void);
 extern const char *tablekind_citus(Oid relid);
 extern bool tablekind_distributed(Oid relid, CitusTable *ct);
 extern void tablekind_check(Oid relid, TableUse use, const char *flow);

@@ -13,7 +13,9 @@
 # distributed target equals as_of over the ordinary one.  An immediate stop
 # of a worker node in the middle of a run (after it wrote the target,
 # while it waits to write the hidden state) fails the run, which applies
-# nothing; after the node's restart the next run is exact.
+# nothing; after the node's restart the next run is exact.  create_flow
+# (distributed_by) and the statement form (CREATE STREAMING TABLE ...
+# DISTRIBUTED BY) distribute a target they create, by one of the keys.
 #
 # Refused, applying nothing: a target distributed by a column outside the
 # keys, a reference table, a target distributed after its first flow was
@@ -231,6 +233,42 @@ is(rows('d_chg', 'id'), rows('p_chg', 'id'),
 is(rows('d_scd1', 'id'), rows('p_scd1', 'id'),
 	'full_refresh of a feed flow: the distributed target equals the ordinary one');
 is($coord->safe_psql($db, q{SELECT count(*) FROM d_chg WHERE v = 'e'}), '1', 'and it read the change');
+
+############################################################################
+# Targets create_flow and the statement form distribute.
+############################################################################
+
+$coord->safe_psql($db, q{
+	CREATE TABLE kfeed (id int, grp int, v text, seq int);
+	SELECT autocdc.create_flow('k1', 'kfeed', '{id}', 'seq', stored_as_scd_type => '2',
+							   except_column_list => '{seq}', distributed_by => 'id');
+	SELECT * FROM autocdc.execute($$
+		CREATE STREAMING TABLE k2 (id int, grp int, v text) DISTRIBUTED BY (id);
+		CREATE FLOW k2 AS AUTO CDC INTO k2 FROM kfeed KEYS (id) SEQUENCE BY seq COLUMNS * EXCEPT (seq);$$);
+	INSERT INTO kfeed SELECT g, g % 2, 'a', 1 FROM generate_series(1, 20) g;
+	INSERT INTO kfeed SELECT g, g % 2, 'b', 2 FROM generate_series(1, 10) g;
+	SELECT autocdc.run_flow('k1'); SELECT autocdc.run_flow('k2');});
+is($coord->safe_psql($db, q{
+	SELECT string_agg(logicalrelid::text || ':' || column_to_column_name(logicalrelid, partkey), ','
+					  ORDER BY logicalrelid::text)
+	  FROM pg_dist_partition WHERE logicalrelid IN ('k1'::regclass, 'k2'::regclass)}),
+	'k1:id,k2:id', 'create_flow (distributed_by) and DISTRIBUTED BY distribute the target by the key');
+is($coord->safe_psql($db, q{
+	SELECT (SELECT count(*) || '/' || count(*) FILTER (WHERE __end_at IS NULL) FROM k1) || ' '
+		   || (SELECT count(*) FILTER (WHERE v = 'b') FROM k2)}),
+	'30/20 10', 'and their flows write them');
+for my $case (
+	[ q{SELECT autocdc.create_flow('k3', 'kfeed', '{id}', 'seq', distributed_by => 'grp')},
+		'22023', q{distributed_by must name one of the flow's keys, not "grp"}, 'a column outside the keys' ],
+	[ q{SELECT autocdc.create_flow('k2', 'kfeed', '{id}', 'seq', name => 'k4', distributed_by => 'grp')},
+		'22023', 'target "k2" exists and is not distributed by column "grp"', 'another column of an existing target' ],
+	[ q{SELECT * FROM autocdc.execute('CREATE STREAMING TABLE k5 DISTRIBUTED BY (id)')},
+		'0A000', q{DISTRIBUTED BY needs the streaming table's column definitions}, 'DISTRIBUTED BY without columns' ])
+{
+	my ($sql, $code, $message, $what) = @$case;
+	(undef, undef, $err) = $coord->psql($db, "\\set VERBOSITY verbose\n$sql");
+	like($err, qr/ERROR:  $code: \Q$message\E/, "refused: $what");
+}
 
 ############################################################################
 # The background worker.
