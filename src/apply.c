@@ -39,6 +39,11 @@
  * ctid in the table that holds each row (the stream query reads it with
  * the row: a partition of a partitioned target), an INSERT into the target
  * from a tuplestore, and the state's new rows through heap_multi_insert.
+ * A target Citus distributes is written by key instead (write_by_key):
+ * rows deleted by key and period (the state's by key and arrival) joined
+ * with the run's rows, everything inserted by INSERT ... SELECT, statements
+ * Citus pushes down to the shards; the state's truncates (no key) go to a
+ * table of their own on the coordinator (storage.c).
  *
  *-------------------------------------------------------------------------
  */

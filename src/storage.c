@@ -14,7 +14,9 @@
  * owner's defaults and index expressions.  Columns taken from a source get
  * its types with domains flattened to their base types (util.c): a
  * domain's DEFAULT and CHECK are its owner's code, and the source's owner
- * may be another role than the flow's.
+ * may be another role than the flow's.  The hidden state of a target Citus
+ * distributes is distributed by the same column, co-located with it, and
+ * its truncates are kept in a table of their own (distribute_state).
  *
  *-------------------------------------------------------------------------
  */

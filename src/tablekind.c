@@ -7,14 +7,16 @@
  * their row id (ctid), which names one row only within one table.  It reads
  * the table that holds each row with it, so a partitioned target is written
  * partition by partition, as long as every partition is an ordinary table;
- * but in a Citus table a row id names a row of each shard, and a foreign
- * table keeps its rows elsewhere.  So a flow writes ordinary and
- * partitioned tables, which create_flow checks and every run checks again
- * (a table can be distributed with Citus, or gain a foreign partition,
- * after the flow was created, and keeps its kind and oid).  A change flow
- * decodes its source's inserts from the WAL of this server, where the rows
- * of a Citus table are not written (they go to its shards), so such a
- * source is refused too.
+ * a foreign table keeps its rows elsewhere.  In a Citus table a row id
+ * names a row of each shard, so a run writes a table Citus distributes by
+ * hash of a column by key instead (apply.c), which storage.c requires to be
+ * one of the flow's keys; other Citus tables (reference tables, tables
+ * without a shard key...) are refused.  create_flow checks and every run
+ * checks again (a table can be distributed with Citus, or gain a foreign
+ * partition, after the flow was created, and keeps its kind and oid).  A
+ * change flow decodes its source's inserts from the WAL of this server,
+ * where the rows of a Citus table are not written (they go to its shards),
+ * so such a source is refused too.
  *
  * Citus is recognised by its catalog pg_catalog.pg_dist_partition (one row
  * per table it manages), looked up by name and read directly (through its

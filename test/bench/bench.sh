@@ -28,7 +28,9 @@
 #                 the report shows the median of each and the range of the ratios
 #   BENCH_KEEP=1  leave the cluster running (prints how to connect and stop it)
 #   AUTOCDC_SKIP_SETUP=1  use the autocdc already installed (skip setup.sh)
-#   BENCH_METHODS what to measure (default "merge scd1 scd2"; flow.sql: scd1p, scd2p)
+#   BENCH_METHODS what to measure (default "merge scd1 scd2"; flow.sql: scd1p, scd2p
+#                 partitioned, scd1d, scd2d distributed with Citus)
+#   BENCH_CITUS=1 a Citus coordinator and two workers (citus_bench.sh sets it)
 #   BENCH_REPORT  the report's SQL file (default report.sql; scale_bench.sh sets them)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -48,7 +50,49 @@ REPEAT=${BENCH_REPEAT:-3}
 BENCH_CONF="$(cat "$here/server.conf")
 autocdc.enabled = off	# the flows here are applied by run_flow() only
 autovacuum = off	# the measurements vacuum and analyze explicitly; a worker waking mid-run skews it"
+# BENCH_CITUS=1 (citus_bench.sh): the cluster is the coordinator of two Citus
+# workers on localhost, each with these settings too
+citus_conf="shared_preload_libraries = 'citus,autocdc'
+listen_addresses = '127.0.0.1'
+max_prepared_transactions = 20
+citus.node_conninfo = 'sslmode=disable'
+citus.enable_statistics_collection = off"
+[ "${BENCH_CITUS:-}" != 1 ] || BENCH_CONF="$BENCH_CONF
+$citus_conf"
 . "$here/../cluster.sh"
+workers=()
+wpsql() { local p=$1; shift; as_pg "$bin/psql" -X -q -h "$work" -p "$p" -U postgres -v ON_ERROR_STOP=1 "$@"; }
+if [ "${BENCH_CITUS:-}" = 1 ]; then
+	wport=$port
+	for w in 1 2; do
+		wport=$((wport + 1))
+		while (exec 3<>"/dev/tcp/127.0.0.1/$wport") 2>/dev/null; do wport=$((wport + 1)); done
+		as_pg "$bin/initdb" -D "$work/worker$w" -U postgres -A trust -E UTF8 --locale=C >/dev/null
+		printf '%s\n' "port = $wport" "unix_socket_directories = '$work'" 'wal_level = logical' "$BENCH_CONF" \
+			"${BENCH_PGCONF:-}" >>"$work/worker$w/postgresql.conf"
+		as_pg "$bin/pg_ctl" -D "$work/worker$w" -l "$work/worker$w.log" -w start >/dev/null
+		workers+=("$wport")
+	done
+	trap 'for w in 1 2; do as_pg "$bin/pg_ctl" -D "$work/worker$w" -m fast -w stop >/dev/null 2>&1 || true; done; cleanup' EXIT
+fi
+# a fresh measurement database (with Citus: on every node, the workers added)
+new_db() {
+	psql -d postgres -c "CREATE DATABASE bench_m"
+	[ "${BENCH_CITUS:-}" = 1 ] || return 0
+	local wp
+	for wp in "${workers[@]}"; do
+		[ "$(wpsql "$wp" -d postgres -tAc "SELECT count(*) FROM pg_database WHERE datname = 'bench_m'")" = 1 ] ||
+			wpsql "$wp" -d postgres -c "CREATE DATABASE bench_m"
+		wpsql "$wp" -d bench_m -c "CREATE EXTENSION IF NOT EXISTS citus"
+	done
+	psql -d bench_m -c "CREATE EXTENSION citus" -c "SELECT citus_set_coordinator_host('127.0.0.1', $port)" >/dev/null
+	for wp in "${workers[@]}"; do psql -d bench_m -c "SELECT citus_add_node('127.0.0.1', $wp)" >/dev/null; done
+}
+drop_db() {
+	psql -d postgres -c "DROP DATABASE bench_m WITH (FORCE)"
+	local wp
+	for wp in "${workers[@]}"; do wpsql "$wp" -d postgres -c "DROP DATABASE IF EXISTS bench_m WITH (FORCE)"; done
+}
 cp "$here"/*.sql "$work/"
 chown -R postgres:postgres "$work"
 
@@ -75,10 +119,10 @@ for pg in $PREPOP; do
 	g=${pg#*:}
 	for m in ${BENCH_METHODS:-merge scd1 scd2}; do
 		i=$((i + 1))
-		psql -d postgres -c "CREATE DATABASE bench_m"
+		new_db
 		psql -d bench_m -f setup.sql
 		psql -d bench_m -v N="$N" -v P="$p" -v G="$g" -v R="$r" -v method="$m" -v out="$work/result_$i.csv" -f measure.sql
-		psql -d postgres -c "DROP DATABASE bench_m"
+		drop_db
 		psql -d bench -c "\\copy bench_results (prepop, gen, rep, n, method, secs, events, upserted, deleted, wal_written, wal_decoded, wal_confirmed, wal_loaded, check_result, result_md5) FROM '$work/result_$i.csv' CSV"
 	done
 done

@@ -14,7 +14,8 @@
 SELECT substr(:'method', 4, 1) AS scd, 'bench_feed' AS feed, 'bench_tgt' AS tgt,
 	   'bench_' || :'method' AS flow, 'autocdc_' || :'method' AS label,
 	   CASE WHEN :'method' LIKE 'scd1%' THEN :exp_rows1 ELSE :exp_rows2 END AS exp_rows,
-	   :'method' LIKE '%p' AS partitioned, :'method' LIKE 'scd2%' AS is_scd2,
+	   :'method' LIKE '%p' AS partitioned, :'method' LIKE '%d' AS distributed,
+	   :'method' LIKE 'scd2%' AS is_scd2,
 	   :P > 0 AS has_prepop \gset
 CREATE TABLE :"feed" (k bigint, a text, b int, c numeric, op text, seq bigint);
 \if :partitioned
@@ -37,7 +38,8 @@ SELECT autocdc.create_flow(:'tgt', :'feed', '{k}',
 	except_column_list => '{op,seq}',
 	stored_as_scd_type => :'scd',
 	name => :'flow',
-	continuous => false) \gset
+	continuous => false,
+	distributed_by => CASE WHEN :'distributed'::boolean THEN 'k' END) \gset
 SELECT * FROM autocdc.run_flow(:'flow') \gset f_
 
 \if :has_prepop
@@ -93,11 +95,18 @@ SELECT :P, :N, :'label', :secs, :r_num_events, :r_num_upserted_rows, :r_num_dele
 			FILTER (WHERE :scd = '1' OR (to_jsonb(t) ->> '__end_at') IS NULL))
   FROM :"tgt" t;
 -- (a partitioned target's size is its partitions')
+\if :distributed
+-- (a distributed table's size is its shards')
+SELECT pg_size_pretty(citus_total_relation_size(:'tgt')) AS tgt_size,
+	   pg_size_pretty(citus_total_relation_size('autocdc_state.target_' || target_id)) AS state_size
+  FROM autocdc.flow WHERE name = :'flow' \gset
+\else
 SELECT pg_size_pretty(coalesce((SELECT sum(pg_total_relation_size(relid))::bigint
 								  FROM pg_partition_tree(:'tgt') WHERE isleaf),
 							   pg_total_relation_size(:'tgt'))) AS tgt_size,
 	   pg_size_pretty(hidden_state_bytes) AS state_size
   FROM autocdc.flows WHERE name = :'flow' \gset
+\endif
 SELECT pg_size_pretty(:wal_loaded::bigint) AS p_loaded, pg_size_pretty(:wal_decoded::bigint) AS p_decoded,
 	   pg_size_pretty(:wal_confirmed::bigint) AS p_confirmed, pg_size_pretty(:walb::bigint) AS p_written \gset
 \echo :label ':' :secs 's; run_flow: events' :r_num_events 'upserted' :r_num_upserted_rows 'deleted' :r_num_deleted_rows '; target' :tgt_size ', hidden state' :state_size

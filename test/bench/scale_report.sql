@@ -1,10 +1,10 @@
 -- autocdc benchmark of target kinds (scale_bench.sh): the results as markdown.
 \set ON_ERROR_STOP 1
--- a partitioned target must leave the same current rows as the ordinary one
+-- a partitioned or distributed target must leave the same current rows as the ordinary one
 UPDATE bench_results r
    SET check_result = coalesce(nullif(r.check_result, 'ok') || ', ', '') || 'MISMATCH: rows differ from the ordinary target'
   FROM bench_results o
- WHERE r.method LIKE 'autocdc_scd_p' AND o.method = left(r.method, -1)
+ WHERE r.method ~ '^autocdc_scd[12][pd]$' AND o.method = left(r.method, -1)
    AND o.prepop = r.prepop AND o.n = r.n AND o.rep = r.rep
    AND r.result_md5 IS DISTINCT FROM o.result_md5;
 
@@ -19,9 +19,9 @@ UPDATE bench_results r
 WITH runs AS (
 	SELECT r.prepop, r.n, r.method, r.secs, r.check_result, r.secs / o.secs AS ratio
 	  FROM bench_results r
-	  JOIN bench_results o ON o.method = rtrim(r.method, 'p') AND o.prepop = r.prepop
+	  JOIN bench_results o ON o.method = rtrim(r.method, 'pd') AND o.prepop = r.prepop
 		   AND o.n = r.n AND o.rep = r.rep
-	 WHERE r.method ~ '^autocdc_scd[12]p?$'),
+	 WHERE r.method ~ '^autocdc_scd[12][pd]?$'),
 agg AS (
 	SELECT prepop, n, method, count(*) AS reps,
 		   percentile_cont(0.5) WITHIN GROUP (ORDER BY secs) AS secs,
@@ -32,10 +32,11 @@ agg AS (
 SELECT format('| %s | %s | %s | %s | %s | %s | %s |',
 			  to_char(prepop, 'FM999,999,999'), to_char(n, 'FM999,999,999'),
 			  substr(method, 12, 1),
-			  CASE WHEN method LIKE '%p' THEN 'partitioned (hash of the key, 4)' ELSE 'ordinary' END
+			  CASE WHEN method LIKE '%p' THEN 'partitioned (hash of the key, 4)'
+				   WHEN method LIKE '%d' THEN 'distributed (Citus, by the key)' ELSE 'ordinary' END
 			  || coalesce(' (' || bad || ')', ''),
 			  to_char(secs, 'FM999990.00'), to_char(1e6 * secs / n, 'FM999990.0'),
-			  CASE WHEN method NOT LIKE '%p' THEN '1.00'
+			  CASE WHEN method !~ '[pd]$' THEN '1.00'
 				   WHEN reps = 1 THEN to_char(ratio, 'FM9990.00') || '×'
 				   ELSE to_char(ratio, 'FM9990.00') || '× (' || to_char(lo, 'FM9990.00') || '–'
 						|| to_char(hi, 'FM9990.00') || ')' END)
@@ -52,9 +53,9 @@ SELECT count(*) > 0 AS has_preload FROM bench_results WHERE method LIKE '% prelo
 WITH runs AS (
 	SELECT r.n, r.method, r.secs, r.secs / o.secs AS ratio
 	  FROM bench_results r
-	  JOIN bench_results o ON o.method = replace(r.method, 'p preload', ' preload')
+	  JOIN bench_results o ON o.method = regexp_replace(r.method, '[pd] preload$', ' preload')
 		   AND o.n = r.n AND o.rep = r.rep
-	 WHERE r.method ~ '^autocdc_scd[12]p? preload$'),
+	 WHERE r.method ~ '^autocdc_scd[12][pd]? preload$'),
 agg AS (
 	SELECT n, method, count(*) AS reps,
 		   percentile_cont(0.5) WITHIN GROUP (ORDER BY secs) AS secs,
@@ -63,9 +64,10 @@ agg AS (
 	  FROM runs GROUP BY n, method)
 SELECT format('| %s | %s | %s | %s | %s | %s |',
 			  to_char(n, 'FM999,999,999'), substr(method, 12, 1),
-			  CASE WHEN method LIKE '%p preload' THEN 'partitioned (hash of the key, 4)' ELSE 'ordinary' END,
+			  CASE WHEN method LIKE '%p preload' THEN 'partitioned (hash of the key, 4)'
+				   WHEN method LIKE '%d preload' THEN 'distributed (Citus, by the key)' ELSE 'ordinary' END,
 			  to_char(secs, 'FM999990.00'), to_char(1e6 * secs / n, 'FM999990.0'),
-			  CASE WHEN method NOT LIKE '%p preload' THEN '1.00'
+			  CASE WHEN method !~ '[pd] preload$' THEN '1.00'
 				   WHEN reps = 1 THEN to_char(ratio, 'FM9990.00') || '×'
 				   ELSE to_char(ratio, 'FM9990.00') || '× (' || to_char(lo, 'FM9990.00') || '–'
 						|| to_char(hi, 'FM9990.00') || ')' END)

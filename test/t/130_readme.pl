@@ -2,7 +2,8 @@
 # README.md, then of docs/reference.md (which builds on the README's tables)
 # and of docs/troubleshooting.md, in order, in one database of a server with
 # the background worker, with psql stopping at the first error; then what the
-# examples say they produce is checked.
+# examples say they produce is checked.  (README's block that needs Citus
+# is fenced as ```postgresql: test/t/175_citus.pl runs it.)
 use strict;
 use warnings;
 

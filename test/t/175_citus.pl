@@ -270,6 +270,20 @@ for my $case (
 	like($err, qr/ERROR:  $code: \Q$message\E/, "refused: $what");
 }
 
+# README's example (the block that needs Citus)
+my ($readme) = slurp_file(($ENV{TESTDIR} // '.') . '/README.md') =~ /^```postgresql\n(.*?)^```$/ms;
+ok(defined $readme, 'README has its Citus example');
+$coord->safe_psql($db, $readme);
+$coord->safe_psql($db, q{
+	INSERT INTO orders_feed VALUES (1, 'new', 1), (2, 'new', 1), (1, 'paid', 2);
+	SELECT autocdc.run_flow('orders');});
+is($coord->safe_psql($db, q{
+	SELECT (SELECT column_to_column_name(logicalrelid, partkey) FROM pg_dist_partition
+			 WHERE logicalrelid = 'orders'::regclass) || ' '
+		   || string_agg(id || ':' || status || ':' || (__end_at IS NULL), ',' ORDER BY id, __start_at)
+	  FROM orders}),
+	'id 1:new:false,1:paid:true,2:new:true', 'README\'s example: a distributed SCD 2 target');
+
 ############################################################################
 # The background worker.
 ############################################################################
