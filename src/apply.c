@@ -471,12 +471,16 @@ apply_setup(ApplyCtx *a, FlowDef *flow)
 	if (!OidIsValid(a->truncrel))
 		a->truncrel = a->staterel;
 	a->distributed = tablekind_distributed(flow->target, &ct);
-	if (a->distributed)
+	if (a->distributed || a->truncrel != a->staterel)
 	{
 		MemoryContext old = MemoryContextSwitchTo(a->cxt);
 
-		a->tdelrows = tuplestore_begin_heap(false, false, settings_store_mem());
-		a->sdelrows = tuplestore_begin_heap(false, false, settings_store_mem());
+		if (a->distributed)
+		{
+			a->tdelrows = tuplestore_begin_heap(false, false, settings_store_mem());
+			a->sdelrows = tuplestore_begin_heap(false, false, settings_store_mem());
+		}
+		/* (also once the target is no longer distributed: a restored dump) */
 		a->truncins = tuplestore_begin_heap(false, false, settings_store_mem());
 		MemoryContextSwitchTo(old);
 	}
@@ -1369,7 +1373,7 @@ keep_event(ApplyCtx *a, Ev *e)
 {
 	if (a->stateless)
 		return;
-	if (a->distributed && e->kind == EVENT_TRUNCATE)
+	if (a->truncrel != a->staterel && e->kind == EVENT_TRUNCATE)
 	{
 		/* kept apart: a distributed table holds no row without a key */
 		put_state_row(a, a->truncins, e->vals, e->nulls, e->wlist, e->seq, e->lsn, e->ord,
@@ -2424,6 +2428,30 @@ identity_condition(ApplyCtx *a, bool state)
 }
 
 /*
+ * Insert the truncates to keep into the table that keeps a distributed
+ * target's (distribute_state in storage.c), if it has one.
+ */
+static void
+insert_truncates(ApplyCtx *a)
+{
+	char	   *cols;
+
+	if (a->truncins == NULL)
+		return;
+	if (a->ntruncins == 0)
+	{
+		tuplestore_end(a->truncins);
+		return;
+	}
+	cols = psprintf("%s, %s, %s, %s, %s%s", STATE_SEQ_NAME, STATE_LSN_NAME, STATE_ORD_NAME,
+					STATE_KIND_NAME, STATE_AT_NAME, a->c.has_sys ? ", " STATE_SYSSEQ_NAME : "");
+	exec_with_rows(a->truncins, a->sdesc, a->stype, a->ntruncins,
+				   psprintf("INSERT INTO %s (%s) SELECT %s FROM autocdc_internal._rows(NULL::%s)",
+							qualified_relname(a->truncrel), cols, cols,
+							format_type_be_qualified(a->stype)), SPI_OK_INSERT);
+}
+
+/*
  * Write the differences of a run into a Citus-distributed target, with
  * statements Citus pushes down to the shards: rows are deleted by key (and
  * period or arrival), joined with the run's rows, which Citus sends to each
@@ -2459,19 +2487,7 @@ write_by_key(ApplyCtx *a)
 	else
 		tuplestore_end(a->sins);
 	a->sins = NULL;
-	if (a->ntruncins > 0)
-	{
-		char	   *cols = psprintf("%s, %s, %s, %s, %s%s", STATE_SEQ_NAME, STATE_LSN_NAME,
-									STATE_ORD_NAME, STATE_KIND_NAME, STATE_AT_NAME,
-									a->c.has_sys ? ", " STATE_SYSSEQ_NAME : "");
-
-		exec_with_rows(a->truncins, a->sdesc, a->stype, a->ntruncins,
-					   psprintf("INSERT INTO %s (%s) SELECT %s FROM autocdc_internal._rows(NULL::%s)",
-								qualified_relname(a->truncrel), cols, cols,
-								format_type_be_qualified(a->stype)), SPI_OK_INSERT);
-	}
-	else
-		tuplestore_end(a->truncins);
+	insert_truncates(a);
 	CommandCounterIncrement();
 }
 
@@ -2498,6 +2514,7 @@ write_differences(ApplyCtx *a, FlowDef *flow)
 		compat_session_origin = DoNotReplicateId;
 		delete_rows(a->sdel, a->nsdel);
 		insert_state_rows(a);
+		insert_truncates(a);
 	}
 	PG_FINALLY();
 	{

@@ -9,8 +9,8 @@
 # SCD 1 and SCD 2, side by side in one cluster, each measurement in a fresh
 # database; scale_report.sql reports the time of each and the ratio
 # partitioned / ordinary of the same repetition, checks that both leave the
-# same current rows, and compares their first loads.  (A Citus-distributed
-# target is not measured: autocdc does not write one yet.)
+# same current rows, and compares their first loads.  (Citus-distributed
+# targets: citus_bench.sh.)
 # Environment: as for bench.sh; BENCH_PREPOP defaults to "0 $BENCH_BIG".
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"

@@ -21,7 +21,9 @@
 # keys, a reference table, a target distributed after its first flow was
 # created (by run_flow and by the worker), and a distributed source of a
 # change flow (a snapshot flow reads one instead, as does a flow with
-# once => true).
+# once => true).  The coordinator's database dumps and restores: the
+# restored target (a table on the coordinator) and its hidden state,
+# distributed again as docs/operations.md says, carry on exactly.
 #
 # Runs on an installation that has Citus (test/citus.sh builds one:
 # .ci/run); skipped elsewhere.
@@ -278,11 +280,12 @@ $coord->safe_psql($db, q{
 	INSERT INTO orders_feed VALUES (1, 'new', 1), (2, 'new', 1), (1, 'paid', 2);
 	SELECT autocdc.run_flow('orders');});
 is($coord->safe_psql($db, q{
-	SELECT (SELECT column_to_column_name(logicalrelid, partkey) FROM pg_dist_partition
-			 WHERE logicalrelid = 'orders'::regclass) || ' '
-		   || string_agg(id || ':' || status || ':' || (__end_at IS NULL), ',' ORDER BY id, __start_at)
+	SELECT column_to_column_name(logicalrelid, partkey) FROM pg_dist_partition
+	 WHERE logicalrelid = 'orders'::regclass}), 'id', 'README\'s example: the target is distributed by id');
+is($coord->safe_psql($db, q{
+	SELECT string_agg(id || ':' || status || ':' || (__end_at IS NULL), ',' ORDER BY id, __start_at)
 	  FROM orders}),
-	'id 1:new:false,1:paid:true,2:new:true', 'README\'s example: a distributed SCD 2 target');
+	'1:new:false,1:paid:true,2:new:true', 'README\'s example: its SCD 2 history');
 
 ############################################################################
 # The background worker.
@@ -391,6 +394,59 @@ is($coord->safe_psql($db, qq{
 	SELECT count(*) FROM pg_class WHERE relname LIKE 'target\\_${sid}%'
 	   AND relnamespace = 'autocdc_state'::regnamespace}), '0',
 	'drop_flow drops the distributed hidden state and its truncates');
+
+############################################################################
+# Dump and restore of the coordinator's flows.
+############################################################################
+
+# databases src and dst, each a Citus cluster of the same nodes
+for my $d (qw(src dst))
+{
+	for my $n ($coord, @workers)
+	{
+		$n->safe_psql('postgres', "CREATE DATABASE $d");
+		$n->safe_psql($d, 'CREATE EXTENSION citus');
+	}
+	$coord->safe_psql($d, "SELECT citus_set_coordinator_host('127.0.0.1', " . $coord->port . ')');
+	$coord->safe_psql($d, "SELECT citus_add_node('127.0.0.1', " . $_->port . ')') for @workers;
+}
+$coord->safe_psql('src', q{
+	CREATE EXTENSION autocdc;
+	CREATE TABLE feed (id int, v text, seq int, op text);
+	SELECT autocdc.create_flow('h', 'feed', '{id}', 'seq', stored_as_scd_type => '2',
+							   column_list => '{id,v}', apply_as_truncates => $$op = 'T'$$,
+							   distributed_by => 'id');
+	SELECT autocdc.create_flow('p', 'feed', '{id}', 'seq', stored_as_scd_type => '2',
+							   column_list => '{id,v}', apply_as_truncates => $$op = 'T'$$);
+	INSERT INTO feed VALUES (1, 'a', 1, 'U'), (2, 'b', 1, 'U'), (NULL, NULL, 2, 'T'), (1, 'c', 3, 'U');
+	SELECT autocdc.run_flow('h'); SELECT autocdc.run_flow('p');});
+my $hist = $coord->safe_psql('src', 'SELECT * FROM h ORDER BY id, __start_at');
+my $dump = $coord->basedir . '/src.sql';
+$coord->command_ok([ 'pg_dump', '-d', $coord->connstr('src'), '-f', $dump ],
+	'pg_dump of the coordinator\'s database with a distributed flow');
+(my $rc, undef, $err) = $coord->psql('dst', undef, extra_params => [ '-f', $dump ]);
+is($coord->safe_psql('dst', 'SELECT * FROM h ORDER BY id, __start_at'), $hist,
+	'the restore brings the target\'s rows back (into a table on the coordinator)');
+is($coord->safe_psql('dst', 'SELECT name || \':\' || state FROM autocdc.flows ORDER BY name'),
+	"h:needs_resync\np:needs_resync", 'the restored flows need a resync');
+# distributed again as docs/operations.md says: the target, then its hidden
+# state co-located (its truncates stay on the coordinator)
+my $tid = $coord->safe_psql('dst', q{SELECT target_id FROM autocdc.flow WHERE name = 'h'});
+$coord->safe_psql('dst', qq{
+	SELECT create_distributed_table('h', 'id');
+	SELECT create_distributed_table('autocdc_state.target_$tid', 'id', colocate_with => 'h');});
+is($coord->safe_psql('dst', q{
+	SELECT num_upserted_rows || ' ' || num_deleted_rows FROM autocdc.full_refresh('h')}),
+	'0 0', 'full_refresh of the restored, distributed again flow changes nothing');
+$coord->safe_psql('dst', q{
+	SELECT autocdc.full_refresh('p');
+	INSERT INTO feed VALUES (2, 'd', 5, 'U'), (NULL, NULL, 4, 'T'), (3, 'e', 6, 'U'), (1, 'late', 2, 'U');
+	SELECT autocdc.run_flow('h'); SELECT autocdc.run_flow('p');});
+is($coord->safe_psql('dst', 'SELECT string_agg(t::text, \',\' ORDER BY id, __start_at) FROM h t'),
+	$coord->safe_psql('dst', 'SELECT string_agg(t::text, \',\' ORDER BY id, __start_at) FROM p t'),
+	'its next run (a truncate, a late event) gives the ordinary target\'s rows');
+is($coord->safe_psql('dst', q{SELECT state FROM autocdc.flows WHERE name = 'h'}), 'idle',
+	'and the flow is idle');
 
 $_->stop for ($coord, @workers);
 done_testing();
