@@ -65,14 +65,6 @@ storage_state_name(int target_id)
 	return psprintf("target_%d", target_id);
 }
 
-/* The hidden-state table of a target, or InvalidOid when it is missing. */
-Oid
-storage_state_relid(int target_id)
-{
-	return get_relname_relid(storage_state_name(target_id),
-							 get_namespace_oid(AUTOCDC_STATE_SCHEMA, false));
-}
-
 /*
  * Name of the table that keeps the truncates of a Citus-distributed
  * target's hidden state (unqualified): a distributed table holds no row
@@ -84,7 +76,15 @@ storage_truncates_name(int target_id)
 	return psprintf("target_%d_truncates", target_id);
 }
 
-/* That table, or InvalidOid when the target keeps its truncates with its state. */
+/* The hidden-state table of a target, or InvalidOid when it is missing. */
+Oid
+storage_state_relid(int target_id)
+{
+	return get_relname_relid(storage_state_name(target_id),
+							 get_namespace_oid(AUTOCDC_STATE_SCHEMA, false));
+}
+
+/* Its truncates' table, or InvalidOid when they are kept with the state. */
 Oid
 storage_truncates_relid(int target_id)
 {
@@ -1051,20 +1051,30 @@ storage_sync_columns(FlowDef *flow, bool refresh)
 }
 
 /*
+ * Run "command table" on a target's hidden state, and on its truncates'
+ * table when it has one.
+ */
+static void
+state_tables_exec(int target_id, const char *command, int expect)
+{
+	spi_exec(psprintf("%s %s", command,
+					  quote_qualified_identifier(AUTOCDC_STATE_SCHEMA, storage_state_name(target_id))),
+			 expect);
+	if (OidIsValid(storage_truncates_relid(target_id)))
+		spi_exec(psprintf("%s %s", command,
+						  quote_qualified_identifier(AUTOCDC_STATE_SCHEMA,
+													 storage_truncates_name(target_id))),
+				 expect);
+}
+
+/*
  * Forget a target's hidden state (its events and truncates), as the
  * caller (the flow's owner, under a security-restricted operation).
  */
 void
 storage_clear_state(int target_id)
 {
-	spi_exec(psprintf("DELETE FROM %s",
-					  quote_qualified_identifier(AUTOCDC_STATE_SCHEMA, storage_state_name(target_id))),
-			 SPI_OK_DELETE);
-	if (OidIsValid(storage_truncates_relid(target_id)))
-		spi_exec(psprintf("DELETE FROM %s",
-						  quote_qualified_identifier(AUTOCDC_STATE_SCHEMA,
-													 storage_truncates_name(target_id))),
-				 SPI_OK_DELETE);
+	state_tables_exec(target_id, "DELETE FROM", SPI_OK_DELETE);
 }
 
 /*
@@ -1081,14 +1091,7 @@ storage_drop(int target_id, Oid target, List *typnames, bool drop_target)
 	char	   *tschema = get_namespace_name(get_rel_namespace(target));
 
 	become_superuser(&saved_uid, &saved_sec);
-	spi_exec(psprintf("DROP TABLE IF EXISTS %s",
-					  quote_qualified_identifier(AUTOCDC_STATE_SCHEMA, storage_state_name(target_id))),
-			 SPI_OK_UTILITY);
-	if (OidIsValid(storage_truncates_relid(target_id)))
-		spi_exec(psprintf("DROP TABLE %s",
-						  quote_qualified_identifier(AUTOCDC_STATE_SCHEMA,
-													 storage_truncates_name(target_id))),
-				 SPI_OK_UTILITY);
+	state_tables_exec(target_id, "DROP TABLE IF EXISTS", SPI_OK_UTILITY);
 	restore_user(saved_uid, saved_sec);
 	if (!drop_target)
 		return;
