@@ -9,7 +9,8 @@
 # every run; the hidden state is distributed co-located with it, its
 # truncates kept on the coordinator.  The background worker applies a
 # continuous flow into a distributed target; snapshot flows and changes()
-# flows write distributed targets, full_refresh included; as_of over a
+# flows write distributed targets, full_refresh included, as do expectations
+# and a snapshot flow beside a change flow; as_of over a
 # distributed target equals as_of over the ordinary one.  An immediate stop
 # of a worker node in the middle of a run (after it wrote the target,
 # while it waits to write the hidden state) fails the run, which applies
@@ -286,6 +287,47 @@ is($coord->safe_psql($db, q{
 	SELECT string_agg(id || ':' || status || ':' || (__end_at IS NULL), ',' ORDER BY id, __start_at)
 	  FROM orders}),
 	'1:new:false,1:paid:true,2:new:true', 'README\'s example: its SCD 2 history');
+
+# expectations and tombstone_retention on a distributed target
+$coord->safe_psql($db, q{
+	CREATE TABLE efeed (id int, v text, seq int, op text);
+	SELECT autocdc.create_flow('e1', 'efeed', '{id}', 'seq', column_list => '{id,v}',
+							   apply_as_deletes => $$op = 'D'$$, tombstone_retention => '1 day',
+							   distributed_by => 'id');
+	SELECT autocdc.set_expectation('e1', 'not_bad', $$v <> 'bad'$$, 'drop');
+	SELECT autocdc.set_expectation('e1', 'not_fatal', $$v <> 'fatal'$$, 'fail');
+	INSERT INTO efeed VALUES (1, 'a', 1, 'U'), (2, 'bad', 1, 'U'), (3, 'c', 1, 'U'), (3, NULL, 2, 'D');
+	SELECT autocdc.run_flow('e1');});
+is($coord->safe_psql($db, q{
+	SELECT (SELECT string_agg(id || ':' || v, ',' ORDER BY id) FROM e1) || ' '
+		   || (SELECT string_agg(name || ':' || num_passed || '/' || num_failed, ',' ORDER BY name)
+				 FROM autocdc.expectations WHERE target = 'e1'::regclass)}),
+	'1:a not_bad:2/1,not_fatal:3/0', 'a drop expectation on a distributed target');
+$before = fingerprint('e1');
+$coord->safe_psql($db, q{INSERT INTO efeed VALUES (1, 'fatal', 3, 'U'), (4, 'd', 3, 'U')});
+(undef, undef, $err) = $coord->psql($db, q{SELECT * FROM autocdc.run_flow('e1')});
+like($err, qr/violates expectation "not_fatal"/, 'a fail expectation fails the run');
+is(fingerprint('e1'), $before, 'which applies nothing');
+
+# a snapshot flow and a change flow into one distributed target
+$coord->safe_psql($db, q{
+	CREATE TABLE msnap (id int, v text);
+	INSERT INTO msnap VALUES (1, 's1'), (5, 's5');
+	CREATE TABLE m (id int, v text);
+	SELECT create_distributed_table('m', 'id');
+	SELECT autocdc.create_snapshot_flow('m', 'msnap', '{id}');
+	SELECT autocdc.run_flow('m');
+	CREATE TABLE mfeed (id int, v text, seq timestamptz);
+	SELECT autocdc.create_flow('m', 'mfeed', '{id}', 'seq', name => 'mf', column_list => '{id,v}');
+	INSERT INTO mfeed VALUES (5, 'f5', now()), (6, 'f6', now());
+	SELECT autocdc.run_flow('mf');});
+is($coord->safe_psql($db, q{SELECT string_agg(id || ':' || v, ',' ORDER BY id) FROM m}),
+	'1:s1,5:f5,6:f6', 'change events after a snapshot, into a distributed target');
+$coord->safe_psql($db, q{
+	UPDATE msnap SET v = 's1b' WHERE id = 1; DELETE FROM msnap WHERE id = 5;
+	SELECT autocdc.run_flow('m');});
+is($coord->safe_psql($db, q{SELECT string_agg(id || ':' || v, ',' ORDER BY id) FROM m}),
+	'1:s1b', 'the next snapshot replaces what came before it');
 
 ############################################################################
 # The background worker.
