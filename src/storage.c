@@ -792,14 +792,19 @@ fill_older_rows(FlowDef *flow, ColInfo *s, bool new_target, bool new_state)
 	MissingValue mv = relation_missing_value(flow->source, s->name, &value);
 	bool		shared;
 	Oid			ttype;
+	CitusTable	ct;
 
 	if (mv == MISSING_NONE)
 		return;
 	shared = list_length(catalog_target_flows(flow->target_id)) > 1;
 	ttype = get_atttype(flow->target, get_attnum(flow->target, s->name));
-	/* (a scalar domain's value is its base type's) */
+	/*
+	 * (a scalar domain's value is its base type's; the rows of a distributed
+	 * target are in its shards, whose catalogs are the workers')
+	 */
 	if (mv == MISSING_VALUE && new_target && new_state && !shared &&
-		(ttype == s->typid || (ttype == getBaseType(s->typid) && !type_is_array(ttype))))
+		(ttype == s->typid || (ttype == getBaseType(s->typid) && !type_is_array(ttype))) &&
+		!tablekind_distributed(flow->target, &ct))
 	{
 		store_missing_value(flow->target, s->name, value);
 		store_missing_value(storage_state_relid(flow->target_id), s->name, value);
