@@ -9,12 +9,15 @@
 #       events loaded into the feed (capture from the WAL included),
 #   (b) autocdc SCD 2: the same with a second feed and target,
 #   (c) the SQL a user would write for SCD 1 instead: DISTINCT ON dedupe of a
-#       staging table + MERGE into a target that keeps the sequence.
+#       staging table + MERGE into a target that keeps the sequence,
+#   (d) the SQL a user would write for SCD 2 instead: versions from window
+#       functions over the deduplicated staging table, one UPDATE closing
+#       the open versions the batch supersedes, one INSERT (scd2sql.sql).
 # Events: 50% inserts of new keys, 35% in-order updates and 10% deletes of
 # existing keys, 5% late updates (lower sequence, arriving after a newer
 # update of the same key).  Each measurement runs in a fresh database (one
 # replication slot per database), pre-populated and caught up first; see the
-# comments in flow.sql and merge.sql.  Prints a markdown table for docs/benchmarks.md.
+# comments in flow.sql, merge.sql and scd2sql.sql.  Prints a markdown table for docs/benchmarks.md.
 # Environment:
 #   BENCH_EVENTS  events per batch (default 200000; --quick 20000)
 #   BENCH_SMALL   rows of the small pre-populated target (default 10000)
@@ -28,7 +31,8 @@
 #                 the report shows the median of each and the range of the ratios
 #   BENCH_KEEP=1  leave the cluster running (prints how to connect and stop it)
 #   AUTOCDC_SKIP_SETUP=1  use the autocdc already installed (skip setup.sh)
-#   BENCH_METHODS what to measure (default "merge scd1 scd2"; flow.sql: scd1p, scd2p
+#   BENCH_METHODS what to measure (default "merge scd1 scd2sql scd2": scd2sql is the
+#                 hand-written SCD 2, SCD 2's baseline; flow.sql: scd1p, scd2p
 #                 partitioned, scd1d, scd2d distributed with Citus)
 #   BENCH_CITUS=1 a Citus coordinator and two workers (citus_bench.sh sets it)
 #   BENCH_REPORT  the report's SQL file (default report.sql; scale_bench.sh sets them)
@@ -117,7 +121,7 @@ for r in $(seq 1 "$REPEAT"); do
 for pg in $PREPOP; do
 	p=${pg%%:*}
 	g=${pg#*:}
-	for m in ${BENCH_METHODS:-merge scd1 scd2}; do
+	for m in ${BENCH_METHODS:-merge scd1 scd2sql scd2}; do
 		i=$((i + 1))
 		new_db
 		psql -d bench_m -f setup.sql

@@ -5,7 +5,7 @@ UPDATE bench_results r
    SET check_result = coalesce(nullif(r.check_result, 'ok') || ', ', '') || 'MISMATCH: rows differ from merge'
   FROM bench_results m
  WHERE m.method = 'merge' AND m.prepop = r.prepop AND m.gen = r.gen AND m.n = r.n AND m.rep = r.rep
-   AND r.method IN ('autocdc_scd1', 'autocdc_scd2')
+   AND r.method IN ('autocdc_scd1', 'autocdc_scd2', 'scd2sql')
    AND r.result_md5 IS DISTINCT FROM m.result_md5;
 
 \pset tuples_only on
@@ -17,22 +17,26 @@ UPDATE bench_results r
 \echo 'those of the SCD 2 run for SCD 2: versions written).  Per event, a batch costs more on the 1M-row target because its updates and deletes'
 \echo 'then fall on many more distinct existing keys; per row changed, the cost is what stays flat.  "(events of 10,000)": the events of the'
 \echo '10k-row case (new keys moved above the 1M existing ones): the same work on a target a hundred times bigger.'
-\echo 'With several repetitions: time = the median; time vs MERGE = the median of the ratios to the MERGE of the same repetition (their range).'
+\echo 'vs baseline: SCD 1 against the hand-written DISTINCT ON + MERGE, SCD 2 against the hand-written SCD 2 (against the MERGE when that was not measured).'
+\echo 'With several repetitions: time = the median; vs baseline = the median of the ratios to the baseline of the same repetition (their range).'
 \echo
-\echo '| target rows before | events in batch | method | time (s) | events/s | µs/event | rows changed | µs/row changed | time vs MERGE |'
+\echo '| target rows before | events in batch | method | time (s) | events/s | µs/event | rows changed | µs/row changed | time vs baseline |'
 \echo '|---:|---:|---|---:|---:|---:|---:|---:|---:|'
 WITH runs AS (
-	-- each measured run, with the MERGE of the same repetition and the rows it changed
+	-- each measured run, with its baseline of the same repetition and the rows it changed
 	SELECT r.prepop, r.gen, r.n, r.method, r.rep, r.secs, r.check_result,
-		   r.secs / m.secs AS ratio,
+		   r.secs / coalesce(CASE WHEN r.method IN ('autocdc_scd2', 'scd2sql') THEN h.secs END,
+							 m.secs) AS ratio,
 		   (SELECT x.upserted + x.deleted FROM bench_results x
 			 WHERE x.prepop = r.prepop AND x.gen = r.gen AND x.n = r.n AND x.rep = r.rep
-			   AND x.method = CASE r.method WHEN 'autocdc_scd2' THEN 'autocdc_scd2'
-											ELSE 'autocdc_scd1' END) AS changed
+			   AND x.method = CASE WHEN r.method IN ('autocdc_scd2', 'scd2sql') THEN 'autocdc_scd2'
+								   ELSE 'autocdc_scd1' END) AS changed
 	  FROM bench_results r
 	  LEFT JOIN bench_results m ON m.method = 'merge' AND m.prepop = r.prepop
 		   AND m.gen = r.gen AND m.n = r.n AND m.rep = r.rep
-	 WHERE r.method IN ('merge', 'autocdc_scd1', 'autocdc_scd2')),
+	  LEFT JOIN bench_results h ON h.method = 'scd2sql' AND h.prepop = r.prepop
+		   AND h.gen = r.gen AND h.n = r.n AND h.rep = r.rep
+	 WHERE r.method IN ('merge', 'scd2sql', 'autocdc_scd1', 'autocdc_scd2')),
 agg AS (
 	SELECT prepop, gen, n, method, count(*) AS reps,
 		   percentile_cont(0.5) WITHIN GROUP (ORDER BY secs) AS secs,
@@ -45,6 +49,7 @@ SELECT format('| %s | %s | %s | %s | %s | %s | %s | %s | %s |',
 			  || CASE WHEN gen <> prepop THEN ' (events of ' || to_char(gen, 'FM999,999,999') || ')' ELSE '' END,
 			  to_char(n, 'FM999,999,999'),
 			  CASE method WHEN 'merge' THEN 'hand-written DISTINCT ON + MERGE (SCD 1)'
+						  WHEN 'scd2sql' THEN 'hand-written SCD 2 (window functions + UPDATE + INSERT)'
 						  WHEN 'autocdc_scd1' THEN 'autocdc `run_flow`, SCD 1'
 						  WHEN 'autocdc_scd2' THEN 'autocdc `run_flow`, SCD 2'
 						  ELSE method END
@@ -54,12 +59,13 @@ SELECT format('| %s | %s | %s | %s | %s | %s | %s | %s | %s |',
 			  to_char(1e6 * secs / n, 'FM999990.0'),
 			  to_char(changed, 'FM999,999,999'),
 			  to_char(1e6 * secs / nullif(changed, 0), 'FM999990.0'),
-			  CASE WHEN method = 'merge' THEN '1.00'
+			  CASE WHEN method IN ('merge', 'scd2sql') THEN '1.00'
 				   WHEN reps = 1 THEN to_char(ratio, 'FM9990.00') || '×'
 				   ELSE to_char(ratio, 'FM9990.00') || '× (' || to_char(ratio_lo, 'FM9990.00')
 						|| '–' || to_char(ratio_hi, 'FM9990.00') || ')' END)
   FROM agg
- ORDER BY prepop, gen DESC, n, CASE method WHEN 'merge' THEN 0 WHEN 'autocdc_scd1' THEN 1 ELSE 2 END;
+ ORDER BY prepop, gen DESC, n,
+		  CASE method WHEN 'merge' THEN 0 WHEN 'autocdc_scd1' THEN 1 WHEN 'scd2sql' THEN 2 ELSE 3 END;
 
 SELECT count(*) > 0 AS has_side FROM bench_results WHERE method LIKE '% preload' OR method LIKE '% next empty run' \gset
 \if :has_side
