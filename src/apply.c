@@ -2422,8 +2422,13 @@ identity_condition(ApplyCtx *a, bool state)
 						 STATE_KIND_NAME, STATE_KIND_NAME);
 	else
 		for (k = 0; k < a->kind->nperiods; k++)
-			appendStringInfo(&cond, " AND NOT (x.%s IS DISTINCT FROM d.%s)",
-							 a->kind->periods[k], a->kind->periods[k]);
+		{
+			const char *p = a->kind->periods[k];
+
+			/* (an open period's end is NULL) */
+			appendStringInfo(&cond, " AND (x.%s %s d.%s OR (x.%s IS NULL AND d.%s IS NULL))",
+							 p, equality_operator(period_type(a, k)), p, p, p);
+		}
 	return cond.data;
 }
 
