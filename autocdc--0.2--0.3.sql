@@ -235,3 +235,9 @@ SELECT t.relid AS target, e.name, e.condition, e.on_violation, e.num_passed, e.n
  WHERE pg_catalog.pg_has_role(CURRENT_USER, c.relowner, 'USAGE')
 	OR pg_catalog.pg_has_role(CURRENT_USER, 'pg_read_all_stats', 'USAGE');
 GRANT SELECT ON autocdc.expectations TO PUBLIC;
+
+-- (targets of 0.2 keep the indexes they have)
+-- the indexes as_of reads (GiST over the ended versions' periods, btree over
+-- the open ones' starts), made on request: every write into a target pays them
+CREATE FUNCTION autocdc.create_as_of_index(target regclass) RETURNS void
+	STRICT LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_create_as_of_index';

@@ -313,6 +313,10 @@ CREATE FUNCTION autocdc.as_of_key(rows anyelement, key "any", valid_at "any")
 CREATE FUNCTION autocdc.as_of_key(rows anyelement, key "any", valid_at "any", known_at "any")
 	RETURNS SETOF anyelement
 	LANGUAGE C STABLE AS 'MODULE_PATHNAME', 'autocdc_as_of_key';
+-- the indexes as_of reads (GiST over the ended versions' periods, btree over
+-- the open ones' starts), made on request: every write into a target pays them
+CREATE FUNCTION autocdc.create_as_of_index(target regclass) RETURNS void
+	STRICT LANGUAGE C AS 'MODULE_PATHNAME', 'autocdc_create_as_of_index';
 
 GRANT USAGE ON SCHEMA autocdc TO PUBLIC;
 -- state tables are owned by their targets' owners; the schema must be reachable

@@ -14,6 +14,11 @@ SELECT autocdc.create_flow('ao', 'ao_feed', '{id}', sequence_by => 'seq', stored
 INSERT INTO ao_feed VALUES (1, 'a', 1, 'U'), (1, 'b', 5, 'U'), (1, 'c', 9, 'U'),
 	(2, 'x', 3, 'U'), (2, NULL, 6, 'D'), (3, 'z', 7, 'U');
 SELECT num_events FROM autocdc.run_flow('ao');
+-- the indexes as_of reads come on request (every write into the target
+-- pays them): a new target has only its keys' indexes; built here over
+-- the rows the target has, below (ao2, ab) before the rows are written
+SELECT count(*) AS other_indexes FROM pg_index WHERE indrelid = 'ao'::regclass AND NOT indisunique;
+SELECT autocdc.create_as_of_index('ao');
 SELECT id, v, __start_at, __end_at FROM ao ORDER BY id, __start_at;
 -- every business time from before the first version to after the last,
 -- against the definition; the boundaries are half-open
@@ -48,6 +53,7 @@ SELECT o.order_id, c.v FROM ao_orders o
 CREATE TABLE ao2_feed (region text, id int, v text, seq timestamptz);
 SELECT autocdc.create_flow('ao2', 'ao2_feed', '{region,id}', sequence_by => 'seq',
 	stored_as_scd_type => '2', except_column_list => '{seq}', continuous => false);
+SELECT autocdc.create_as_of_index('ao2');
 INSERT INTO ao2_feed VALUES ('eu', 1, 'a', '2024-01-01'), ('eu', 1, 'b', '2024-02-01'),
 	('us', 1, 'c', '2024-01-15'), ('eu', 2, 'd', '2024-01-20');
 SELECT num_events FROM autocdc.run_flow('ao2');
@@ -68,6 +74,7 @@ SELECT autocdc.create_flow('ao3', 'ao3_feed', '{id}', sequence_by => 'ROW(major,
 	stored_as_scd_type => '2', except_column_list => '{major,minor}', continuous => false);
 INSERT INTO ao3_feed VALUES (1, 'a', 1, 0), (1, 'b', 1, 5), (1, 'c', 2, 0);
 SELECT num_events FROM autocdc.run_flow('ao3');
+SELECT autocdc.create_as_of_index('ao3');
 SELECT v, __start_at, __end_at FROM autocdc.as_of(NULL::ao3, ROW(1, 7));
 SELECT v FROM autocdc.as_of(NULL::ao3, ROW(1, 5));
 SELECT count(*) FROM autocdc.as_of(NULL::ao3, ROW(0, 9));
@@ -80,6 +87,7 @@ SELECT autocdc.create_flow('ab', 'ab_feed', '{company_id}', sequence_by => 'bt',
 	stored_as_scd_type => 'bitemporal', system_sequence_by => 'st',
 	apply_as_deletes => $$operation = 'DELETE'$$, except_column_list => '{bt,st,operation}',
 	continuous => false);
+SELECT autocdc.create_as_of_index('ab');
 INSERT INTO ab_feed VALUES ('A', 'XFv1', '10:01', '10:05', 'INSERT'),
 	('A', 'XFv2', '12:15:43', '12:20', 'UPDATE'), ('A', 'XFv3', '12:05', '12:25', 'UPDATE'),
 	('A', 'XFv2', '12:30', '12:30', 'DELETE');
@@ -108,11 +116,11 @@ SELECT count(*) AS pairs, count(*) FILTER (WHERE d) AS differences
 					OR EXISTS (SELECT * FROM ab_brute(x::time, y::time)
 							   EXCEPT ALL SELECT * FROM autocdc.as_of(NULL::ab, x::time, y::time)) AS d) c;
 
--- SCD 2 and bitemporal targets get a GiST index over the range of their
--- ended periods (a range type of their own where PostgreSQL has none for
--- the sequence's type) and a btree over the starts of their open ones;
--- with more rows than keys, as_of reads the target through them, never by
--- a sequential scan
+-- create_as_of_index gives an SCD 2 or bitemporal target a GiST index
+-- over the range of its ended periods (a range type of its own where
+-- PostgreSQL has none for the sequence's type) and a btree over the starts
+-- of its open ones; with more rows than keys, as_of reads the target
+-- through them, never by a sequential scan
 SELECT c.relname AS target, pg_get_indexdef(i.indexrelid) ~ 'USING gist' AS gist,
 	   regexp_replace(pg_get_indexdef(i.indexrelid), '^.*USING (gist|btree) ', '') AS expression
   FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
@@ -123,6 +131,7 @@ SELECT typname, rngsubtype::regtype FROM pg_range JOIN pg_type ON oid = rngtypid
 CREATE TABLE aw_feed (id int, v int, seq int);
 SELECT autocdc.create_flow('aw', 'aw_feed', '{id}', sequence_by => 'seq', stored_as_scd_type => '2',
 	except_column_list => '{seq}', continuous => false);
+SELECT autocdc.create_as_of_index('aw');
 INSERT INTO aw_feed SELECT k, s, s * 10 + k % 7 FROM generate_series(1, 300) k, generate_series(1, 30) s;
 SELECT num_events FROM autocdc.run_flow('aw');
 ANALYZE aw;
@@ -165,8 +174,8 @@ COMMIT;
 SELECT count(*) AS differences FROM generate_series(0, 320, 7) x,
 	LATERAL (SELECT * FROM autocdc.as_of(NULL::aw, x) EXCEPT ALL
 			 SELECT * FROM aw WHERE __start_at <= x AND (__end_at IS NULL OR x < __end_at)) d;
--- without the index (a target of autocdc 0.1, or one its user made), the
--- same rows by a plain query
+-- without the index (none was asked for, or it was dropped), the same
+-- rows by a plain query
 DROP INDEX aw_every_period;
 SELECT count(*) AS differences FROM generate_series(0, 320, 7) x,
 	LATERAL (SELECT * FROM autocdc.as_of(NULL::aw, x) EXCEPT ALL
@@ -176,6 +185,7 @@ SELECT count(*) AS differences FROM generate_series(0, 320, 7) x,
 CREATE TABLE au_feed (id int, v int, seq int);
 SELECT autocdc.create_flow('au', 'au_feed', '{id}', sequence_by => 'seq', stored_as_scd_type => '2',
 	except_column_list => '{seq}', continuous => false);
+SELECT autocdc.create_as_of_index('au');
 INSERT INTO au_feed SELECT k, k, k FROM generate_series(1, 3000) k;
 SELECT num_events FROM autocdc.run_flow('au');
 ANALYZE au;
@@ -196,11 +206,28 @@ SELECT * FROM autocdc.as_of(NULL::a1, 5);				-- SCD 1 keeps no history
 SELECT * FROM autocdc.as_of(NULL::ao_orders, 5);		-- not a target
 SELECT * FROM autocdc.as_of(NULL::int, 5);				-- not a row type
 SELECT * FROM autocdc.as_of(NULL::ao, 'soon');			-- not a sequence value
+SELECT autocdc.create_as_of_index('a1');				-- SCD 1 keeps no history
+SELECT autocdc.create_as_of_index('ao_orders');		-- not a target
+SELECT autocdc.create_as_of_index(NULL) IS NULL AS strict;
+SELECT autocdc.create_as_of_index('ao');				-- has them: left alone
 CREATE ROLE regress_ao_nobody;
 GRANT USAGE ON SCHEMA autocdc TO regress_ao_nobody;
 SET ROLE regress_ao_nobody;
 SELECT * FROM autocdc.as_of(NULL::ao, 5);				-- no SELECT on the target
+SELECT autocdc.create_as_of_index('ao');				-- not the target's owner
 RESET ROLE;
+-- a type named <target>_seqrange of another role's (its functions would run
+-- in every write into the index) is refused; the owner's own is used
+CREATE TABLE ax_feed (id int, v text, seq time);
+SELECT autocdc.create_flow('ax', 'ax_feed', '{id}', sequence_by => 'seq', stored_as_scd_type => '2',
+	except_column_list => '{seq}', continuous => false);
+CREATE TYPE ax_seqrange AS RANGE (SUBTYPE = time);
+ALTER TYPE ax_seqrange OWNER TO regress_ao_nobody;
+SELECT autocdc.create_as_of_index('ax');
+ALTER TYPE ax_seqrange OWNER TO CURRENT_USER;
+SELECT autocdc.create_as_of_index('ax');
+SELECT pg_get_indexdef(indexrelid) ~ 'USING gist \((public\.)?ax_seqrange\(__start_at, __end_at\)\)' AS uses_it
+  FROM pg_index WHERE indrelid = 'ax'::regclass AND NOT indisunique AND pg_get_indexdef(indexrelid) ~ 'gist';
 \set VERBOSITY default
 -- with SELECT, as_of reads as the caller: row security applies
 GRANT SELECT ON ao TO regress_ao_nobody;
@@ -216,7 +243,7 @@ REVOKE USAGE ON SCHEMA autocdc FROM regress_ao_nobody;
 DROP ROLE regress_ao_nobody;
 
 DROP FUNCTION ao_brute(int), ab_brute(time, time);
-SELECT autocdc.drop_flow(f, true) FROM unnest(ARRAY['ao', 'ao2', 'ao3', 'ab', 'aw', 'au', 'a1']) f;
-DROP TABLE ao_feed, ao2_feed, ao3_feed, ab_feed, aw_feed, au_feed, a1_feed, ao_orders, aw_scans;
+SELECT autocdc.drop_flow(f, true) FROM unnest(ARRAY['ao', 'ao2', 'ao3', 'ab', 'aw', 'au', 'a1', 'ax']) f;
+DROP TABLE ao_feed, ao2_feed, ao3_feed, ab_feed, aw_feed, au_feed, a1_feed, ax_feed, ao_orders, aw_scans;
 -- the range types went with their targets
 SELECT count(*) FROM pg_type WHERE typname LIKE 'a%\_seqrange';

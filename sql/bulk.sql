@@ -59,12 +59,14 @@ END $f$;
 
 ---------------------------------------------------------------------------
 -- SCD 2, empty target: 12,000 new keys, 3,000 of them updated (3,000 ended
--- versions for the GiST index of periods).  Every index of the target and of
--- the hidden state is rebuilt, and each holds every row it should.
+-- versions for the GiST index of periods, asked for with
+-- create_as_of_index).  Every index of the target and of the hidden state
+-- is rebuilt, and each holds every row it should.
 ---------------------------------------------------------------------------
 CREATE TABLE b2_feed (id int, v text, seq int);
 SELECT autocdc.create_flow('b2', 'b2_feed', '{id}', sequence_by => 'seq',
 	except_column_list => '{seq}', stored_as_scd_type => '2', continuous => false);
+SELECT autocdc.create_as_of_index('b2');
 SELECT * FROM autocdc.run_flow('b2');
 SELECT b_remember('b2');
 INSERT INTO b2_feed SELECT g, 'v' || g, 1 FROM generate_series(1, 12000) g;

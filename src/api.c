@@ -44,6 +44,7 @@ PG_FUNCTION_INFO_V1(autocdc_pause_flow);
 PG_FUNCTION_INFO_V1(autocdc_resume_flow);
 PG_FUNCTION_INFO_V1(autocdc_set_expectation);
 PG_FUNCTION_INFO_V1(autocdc_drop_expectation);
+PG_FUNCTION_INFO_V1(autocdc_create_as_of_index);
 
 /* Error out on a NULL argument among the first n. */
 static void
@@ -448,6 +449,18 @@ autocdc_drop_expectation(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	define_drop_expectation(PG_GETARG_OID(0), ARG_TEXT(1));
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/* autocdc.create_as_of_index(target) (STRICT) */
+Datum
+autocdc_create_as_of_index(PG_FUNCTION_ARGS)
+{
+	entry_checks("create an index");
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	define_create_as_of_index(PG_GETARG_OID(0));
 	SPI_finish();
 	PG_RETURN_VOID();
 }

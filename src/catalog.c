@@ -1103,6 +1103,18 @@ catalog_set_target_keeps_state(int target_id)
 			 &a, SPI_OK_UPDATE);
 }
 
+/* Record the range type made for the index of a target's periods. */
+void
+catalog_set_target_range_typname(int target_id, const char *typname)
+{
+	CatArgs		a = {0};
+
+	arg_int4(&a, target_id);
+	arg_add(&a, NAMEOID, DirectFunctionCall1(namein, CStringGetDatum(typname)), false);
+	cat_exec("UPDATE autocdc.target SET range_typname = $2 WHERE id OPERATOR(pg_catalog.=) $1",
+			 &a, SPI_OK_UPDATE);
+}
+
 /*
  * Delete a target's row and the flows still writing it; returns the names
  * of the types autocdc made for it (range, sequence, system sequence: in

@@ -231,6 +231,7 @@ extern bool catalog_is_continuous_source(Oid relid);
 extern bool catalog_load_target(Oid relid, TargetDef *t);
 extern void catalog_insert_target(TargetDef *t);
 extern void catalog_set_target_keeps_state(int target_id);
+extern void catalog_set_target_range_typname(int target_id, const char *typname);
 extern List *catalog_delete_target(int target_id);
 extern bool catalog_lock_target(int target_id, bool skip_locked);
 

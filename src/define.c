@@ -88,7 +88,6 @@ typedef struct Definition
 	ExprInfo   *sysseq;			/* bitemporal: system_sequence_by */
 	Oid			sysseqtype;
 	char	   *sysseqtypname;
-	char	   *rangetypname;	/* <target>_seqrange created with the target */
 	/* target */
 	RangeVar   *trv;
 	Oid			target;
@@ -1211,7 +1210,7 @@ def_target(Definition *d)
 	{
 		d->target = storage_create_target(d->trv->schemaname, d->trv->relname, d->srcname,
 										  d->tgtcols, d->selected, d->kind, d->keys, d->seqtype,
-										  d->sysseqtype, &d->rangetypname);
+										  d->sysseqtype);
 		if (d->spec->distributed_by)
 			storage_distribute_target(d->target, d->spec->distributed_by, d->keys);
 		return;
@@ -1265,7 +1264,7 @@ def_record_target(Definition *d)
 	d->tdef.seq_typname = d->seqtypname;
 	d->tdef.sysseq_type = d->sysseqtype;
 	d->tdef.sysseq_typname = d->sysseqtypname;
-	d->tdef.range_typname = d->rangetypname;
+	d->tdef.range_typname = NULL;	/* autocdc.create_as_of_index makes one */
 	d->tdef.keeps_state = !def_commit_ordered(d);
 	foreach(lc, relation_columns(d->target))
 	{
@@ -1798,4 +1797,53 @@ define_drop_expectation(Oid target, const char *name)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("target \"%s\" has no expectation \"%s\"", get_rel_name(target), name)));
+}
+
+/*
+ * Create the indexes autocdc.as_of reads on an SCD 2 or bitemporal target
+ * of the caller's (autocdc.create_as_of_index), as the target's owner,
+ * security-restricted, with search_path pinned; a range type created for
+ * them is recorded with the target, to be dropped with it.  A target that
+ * has them already is left alone.  SPI connected.
+ */
+void
+define_create_as_of_index(Oid target)
+{
+	TargetDef	t;
+	Oid			rangefn;
+	bool		ended_only;
+	char	   *rangetypname = NULL;
+	Oid			saved_uid;
+	int			saved_sec;
+	int			level;
+
+	if (!catalog_load_target(target, &t))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table \"%s\" is not the target of a flow", get_rel_name(target)),
+				 errhint("Create a flow into it first.")));
+	if (!compat_class_ownercheck(target, GetUserId()))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of target \"%s\"", get_rel_name(target))));
+	if (storage_kind(t.scd)->nperiods == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("target \"%s\" keeps no history", get_rel_name(target)),
+				 errdetail("as_of reads SCD 2 and bitemporal targets; this one is SCD 1.")));
+	(void) catalog_lock_target(t.id, false);
+	if (OidIsValid(storage_period_range(target, &rangefn, &ended_only)))
+	{
+		ereport(NOTICE,
+				(errmsg("target \"%s\" has an index of its periods already, skipping",
+						get_rel_name(target))));
+		return;
+	}
+	become_owner(relation_owner(target), &saved_uid, &saved_sec);
+	level = set_safe_search_path();
+	storage_create_period_index(target, t.seq_type, &rangetypname);
+	AtEOXact_GUC(true, level);
+	restore_user(saved_uid, saved_sec);
+	if (rangetypname)
+		catalog_set_target_range_typname(t.id, rangetypname);
 }

@@ -52,5 +52,6 @@ extern void define_drop_flow(FlowDef *flow, bool drop_target);
 extern void define_set_expectation(Oid target, const char *name, const char *condition,
 								   const char *action);
 extern void define_drop_expectation(Oid target, const char *name);
+extern void define_create_as_of_index(Oid target);
 
 #endif							/* AUTOCDC_DEFINE_H */

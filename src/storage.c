@@ -134,22 +134,27 @@ builtin_range(Oid typid)
 }
 
 /*
- * Create the indexes autocdc.as_of reads (as the caller, on a new target):
+ * Create the indexes autocdc.as_of reads, on request
+ * (autocdc.create_as_of_index; as the target's owner, security-restricted):
  * GiST over the range [__start_at, __end_at) of the ended versions, whose
  * containment operator finds those valid at a time, and a btree over
  * __start_at of the open ones (__end_at NULL: valid from their start on).
  * A new version is open and goes into the btree; only closing it inserts
  * it into GiST, whose insertions are the costly part.  A sequence type
  * without a range type of PostgreSQL's gets <target>_seqrange, named in
- * *rangetypname.  (docs/time_travel.md has the measurements of the layout
- * and those that chose GiST over SP-GiST, whose inserts of ever later open
- * versions are quadratic, and over walking the keys.)
+ * *rangetypname; an existing type of that name is used when it is a range
+ * of the sequence's type owned by the target's owner (another role's could
+ * carry code of its own, run by every write into the index).
+ * (docs/time_travel.md has the measurements of the layout, of GiST against
+ * SP-GiST and walking the keys, and of what the index costs the writes.)
  */
-static void
-create_period_index(const char *schema, const char *name, Oid seqtype, char **rangetypname)
+void
+storage_create_period_index(Oid target, Oid seqtype, char **rangetypname)
 {
 	Oid			range = builtin_range(seqtype);
 	char	   *rangefn;
+	char	   *schema = get_namespace_name(get_rel_namespace(target));
+	char	   *name = get_rel_name(target);
 
 	if (OidIsValid(range))
 		rangefn = format_type_be_qualified(range);
@@ -170,6 +175,13 @@ create_period_index(const char *schema, const char *name, Oid seqtype, char **ra
 							quote_qualified_identifier(schema, typname), format_type_be(seqtype)),
 					 errhint("autocdc names the range type of a target's periods <target>_seqrange; "
 							 "drop or rename the type.")));
+		else if (type_owner(existing) != relation_owner(target))
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("type %s is not owned by the owner of target \"%s\"",
+							quote_qualified_identifier(schema, typname), name),
+					 errhint("autocdc names the range type of a target's periods <target>_seqrange; "
+							 "drop or rename the type, or give it to the target's owner.")));
 		rangefn = quote_qualified_identifier(schema, typname);
 		*rangetypname = typname;
 	}
@@ -309,14 +321,13 @@ check_target_code(List *tcols, const char *tname, Oid target, Oid owner)
  * Create a flow's target (as the caller, in the calling transaction): the
  * selected columns of source srcname in source order with their types
  * (domains flattened), typmods and collations, then the kind's period
- * columns and keys, and for kinds with periods the index of the periods
- * (*rangetypname: the range type created for it, or left alone).  Returns
- * its oid.
+ * columns and keys (the indexes as_of reads come on request:
+ * storage_create_period_index).  Returns its oid.
  */
 Oid
 storage_create_target(const char *schema, const char *name, const char *srcname, List *srccols,
 					  List *selected, const StorageKind *kind, List *keys, Oid seqtype,
-					  Oid sysseqtype, char **rangetypname)
+					  Oid sysseqtype)
 {
 	StringInfoData sql;
 	ListCell   *lc;
@@ -335,8 +346,6 @@ storage_create_target(const char *schema, const char *name, const char *srcname,
 	appendStringInfoChar(&sql, ')');
 	spi_exec(sql.data, SPI_OK_UTILITY);
 	kind->target_indexes(qname, quoted_list(keys));
-	if (kind->nperiods > 0)
-		create_period_index(schema, name, seqtype, rangetypname);
 	CommandCounterIncrement();
 	return get_relname_relid(name, get_namespace_oid(schema, false));
 }

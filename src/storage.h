@@ -23,7 +23,8 @@ extern bool storage_reserved_column(const char *name);
 extern ColInfo *storage_column_type(const ColInfo *s, Oid owner, const char *srcname);
 extern Oid	storage_create_target(const char *schema, const char *name, const char *srcname,
 								  List *srccols, List *selected, const StorageKind *kind,
-								  List *keys, Oid seqtype, Oid sysseqtype, char **rangetypname);
+								  List *keys, Oid seqtype, Oid sysseqtype);
+extern void storage_create_period_index(Oid target, Oid seqtype, char **rangetypname);
 extern Oid	storage_period_range(Oid target, Oid *rangefn, bool *ended_only);
 extern void storage_state_add_written(int target_id);
 extern void storage_create_state(int target_id, Oid target, Oid seqtype, Oid sysseqtype,

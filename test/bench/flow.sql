@@ -23,8 +23,6 @@ CREATE TABLE :"feed" (k bigint, a text, b int, c numeric, op text, seq bigint);
 CREATE TABLE :"tgt" (k bigint, a text, b int, c numeric, __start_at bigint, __end_at bigint,
 					 PRIMARY KEY (k, __start_at)) PARTITION BY HASH (k);
 CREATE UNIQUE INDEX ON :"tgt" (k) WHERE __end_at IS NULL;
-CREATE INDEX ON :"tgt" USING gist (int8range(__start_at, __end_at)) WHERE __end_at IS NOT NULL;
-CREATE INDEX ON :"tgt" (__start_at) WHERE __end_at IS NULL;
 \else
 CREATE TABLE :"tgt" (k bigint PRIMARY KEY, a text, b int, c numeric) PARTITION BY HASH (k);
 \endif

@@ -5,9 +5,9 @@
 # (also run once per build, alternating, to compare builds: INDEX_LAYOUTS=split)
 # In a throwaway cluster (test/cluster.sh, server.conf), applies bench.sh's
 # 200k events to an SCD 2 target of 0 and of 10k rows with three layouts,
-# each in a fresh database, alternating their order: "split" (autocdc's:
+# each in a fresh database, alternating their order: "split" (create_as_of_index's:
 # GiST over the ended versions, btree over the open ones' starts), "full"
-# (one GiST over every row) and "none"; prints each run's time and its
+# (one GiST over every row) and "none" (create_flow's); prints each run's time and its
 # write phase (DEBUG2 timings), then the medians.
 # Environment: INDEX_REPEAT (3); INDEX_LAYOUTS (default "split full none");
 # INDEX_KEYS=shuffled to give the events' keys in no order (new keys then

@@ -10,9 +10,14 @@ SELECT bench_gen(200000, :P);
 CREATE TABLE f (k bigint, a text, b int, c numeric, op text, seq bigint);
 SELECT autocdc.create_flow('t', 'f', '{k}', sequence_by => 'seq', apply_as_deletes => $$op = 'DELETE'$$,
   except_column_list => '{op,seq}', stored_as_scd_type => :'scd', name => 'fl', continuous => false);
+SELECT :'scd' <> '1' AND :'lay' <> 'none' AS with_index \gset
+\if :with_index
+SELECT autocdc.create_as_of_index('t');
+\endif
 SELECT * FROM autocdc.run_flow('fl') \gset
--- split: as autocdc creates them (GiST over the ended versions, btree over
--- the open ones' starts); full: one GiST over every row; none
+-- split: as create_as_of_index makes them (GiST over the ended versions,
+-- btree over the open ones' starts); full: one GiST over every row; none
+-- (what create_flow gives)
 SELECT format('DROP INDEX %s', indexrelid::regclass) FROM pg_index
  WHERE indrelid = 't'::regclass AND :'lay' IN ('none', 'full')
    AND (pg_get_indexdef(indexrelid) ~ 'USING gist' OR pg_get_indexdef(indexrelid) ~ 'btree \(__start_at\) WHERE') \gexec

@@ -34,8 +34,9 @@
 #     equals its definition (a plain query of the target) at even business
 #     times and every system time at which a belief begins, before the
 #     first, and for the current belief.  Each target is, at random, made
-#     by create_flow or made before it as a partitioned table (by hash of
-#     the key, by range of __start_at or of __system_start_at).
+#     by create_flow (then given as_of's index) or made before it as a
+#     partitioned table (by hash of the key, by range of __start_at or of
+#     __system_start_at).
 #  4. arrival order: the same events (no two sharing (business, system)
 #     sequence) fed in a shuffled order, with another run split, into a
 #     second flow: both targets equal the model.
@@ -616,7 +617,10 @@ sub create_sql
 	return "CREATE TABLE $feed (k int, a text, b text, c text, op text, bt $btt, st $stt);\n"
 	  . partitioned_sql($target, $tkind // 'plain')
 	  . "SELECT 'FLOW:' || autocdc.create_flow('$target', '$feed', '{k}',\n    "
-	  . join(",\n    ", @opts) . ");\n";
+	  . join(",\n    ", @opts) . ");\n"
+	  # as_of through the index of the periods on the targets create_flow
+	  # makes, by the plain query on the partitioned ones
+	  . (($tkind // 'plain') eq 'plain' ? "SELECT autocdc.create_as_of_index('$target');\n" : '');
 }
 
 sub run_sql

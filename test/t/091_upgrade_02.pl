@@ -336,6 +336,13 @@ write_events(25);
 change_src(15);
 check_targets('after the update');
 check_counts('after the update');
+# the targets 0.2 made keep the GiST index of their periods that 0.2 gave
+# every SCD 2 and bitemporal target; 0.3 makes it on request only
+is($node->safe_psql('postgres', q{
+	SELECT string_agg(indrelid::regclass::text, ',' ORDER BY indrelid::regclass::text COLLATE "C")
+	  FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+	 WHERE c.relam = (SELECT oid FROM pg_am WHERE amname = 'gist')}),
+	'bt,c2,s1,t2,t3', 'the SCD 2 and bitemporal targets of 0.2 keep their index of the periods');
 ok($node->poll_query_until('postgres', q{SELECT count(*) FROM autocdc.flows WHERE state <> 'idle'}, '0'),
 	'every flow is idle')
   or diag($node->safe_psql('postgres', q{SELECT name, state, last_error FROM autocdc.flows}));

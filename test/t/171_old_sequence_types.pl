@@ -84,18 +84,15 @@ sql(qq{
 	ALTER TABLE $sb ALTER COLUMN __autocdc_seq TYPE bob.seqd, ALTER COLUMN __autocdc_sysseq TYPE bob.seqd;
 	UPDATE autocdc.target SET seq_type = 'bob.seqd', sysseq_type = 'bob.seqd' WHERE relid = 'alice.ob'::regclass;
 });
-# o3: a smallint sequence has a range type of its own; 0.2 made it over the domain
-my $rangeidx = sql(q{SELECT indexrelid::regclass FROM pg_index i JOIN pg_class c ON c.oid = indexrelid
-	WHERE indrelid = 'alice.o3'::regclass AND c.relam = (SELECT oid FROM pg_am WHERE amname = 'gist')});
+# o3: a smallint sequence has a range type of its own; 0.2 made it, with
+# the index of the periods that every SCD 2 target had then, over the domain
 sql(qq{
-	DROP INDEX $rangeidx;
-	DROP TYPE alice.o3_seqrange;
 	ALTER TABLE alice.o3 ALTER COLUMN __start_at TYPE bob.sseqd, ALTER COLUMN __end_at TYPE bob.sseqd;
 	ALTER TABLE $s3 ALTER COLUMN __autocdc_seq TYPE bob.sseqd;
 	CREATE TYPE alice.o3_seqrange AS RANGE (SUBTYPE = bob.sseqd);
 	ALTER TYPE alice.o3_seqrange OWNER TO alice;
 	CREATE INDEX ON alice.o3 USING gist (alice.o3_seqrange(__start_at, __end_at)) WHERE __end_at IS NOT NULL;
-	UPDATE autocdc.target SET seq_type = 'bob.sseqd' WHERE relid = 'alice.o3'::regclass;
+	UPDATE autocdc.target SET seq_type = 'bob.sseqd', range_typname = 'o3_seqrange' WHERE relid = 'alice.o3'::regclass;
 });
 as('bob', q{
 	ALTER DOMAIN bob.seqd ADD CHECK (bob.chk(VALUE)) NOT VALID;
