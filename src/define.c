@@ -1813,6 +1813,7 @@ define_create_as_of_index(Oid target)
 	Oid			rangefn;
 	bool		ended_only;
 	char	   *rangetypname = NULL;
+	Oid			foreign;
 	Oid			saved_uid;
 	int			saved_sec;
 	int			level;
@@ -1832,6 +1833,15 @@ define_create_as_of_index(Oid target)
 				 errmsg("target \"%s\" keeps no history", get_rel_name(target)),
 				 errdetail("as_of reads SCD 2 and bitemporal targets; this one is SCD 1.")));
 	(void) catalog_lock_target(t.id, false);
+	foreign = type_foreign_code(t.seq_type, relation_owner(target));
+	if (OidIsValid(foreign))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("the periods of target \"%s\" have type %s, which carries a domain of role %s",
+						get_rel_name(target), format_type_be(t.seq_type),
+						quote_identifier(GetUserNameFromId(type_owner(foreign), false))),
+				 errdetail("Their index would run its code as the target's owner."),
+				 errhint("Run a flow into the target first: it changes the periods to the domain's base type.")));
 	if (OidIsValid(storage_period_range(target, &rangefn, &ended_only)))
 	{
 		ereport(NOTICE,

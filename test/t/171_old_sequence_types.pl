@@ -102,12 +102,22 @@ as('bob', q{
 	INSERT INTO bob.feed3 VALUES (1, 'x', 2);
 });
 
+# as_of's indexes over bob's domain would run his CHECK as alice: refused
+my ($iret, $iout, $ierr) = $node->psql('postgres', q{SET ROLE alice; SELECT autocdc.create_as_of_index('alice.o2')});
+like($ierr, qr/ERROR:  the periods of target "o2" have type bob\.seqd, which carries a domain of role bob/,
+	"create_as_of_index refuses periods of another role's domain");
+is(sql(q{SELECT count(*) FROM pg_index WHERE indrelid = 'alice.o2'::regclass AND NOT indisunique}), '0',
+	'... creating nothing');
+
 # --- the next runs, as alice ----------------------------------------------------
 as('alice', q{SELECT * FROM autocdc.run_flow('o2'); SELECT * FROM autocdc.run_flow('ob')});
 is(sql(q{SELECT coalesce(string_agg(DISTINCT who, ','), '') FROM bob.seen WHERE who <> 'bob'}), '',
 	"bob's CHECK did not run as alice");
 is(types_of('alice.o2'), "alice.o2.__end_at:integer,alice.o2.__start_at:integer,$s2.__autocdc_seq:integer",
 	'the period and sequence columns of the SCD 2 flow were flattened');
+as('alice', q{SELECT autocdc.create_as_of_index('alice.o2')});
+is(sql(q{SELECT count(*) FROM pg_index WHERE indrelid = 'alice.o2'::regclass AND NOT indisunique}), '2',
+	'once flattened, create_as_of_index makes the indexes');
 is(types_of('alice.ob'),
 	"alice.ob.__end_at:integer,alice.ob.__start_at:integer,alice.ob.__system_end_at:integer,"
 	  . "alice.ob.__system_start_at:integer,$sb.__autocdc_seq:integer,$sb.__autocdc_sysseq:integer",
