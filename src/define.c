@@ -1690,19 +1690,19 @@ define_drop_flow(FlowDef *flow, bool drop_target)
 }
 
 /*
- * The target row of a relation that set_expectation or drop_expectation
- * names, locked (a run in progress finishes first: a change applies from
- * the next run on); the caller must have the privileges of the table's
- * owner.
+ * The target row of a relation that set_expectation, drop_expectation or
+ * create_as_of_index names, locked (a run in progress finishes first: a
+ * change applies from the next run on); the caller must have the
+ * privileges of the table's owner.  hint: what to do when it is no target.
  */
 static void
-expectation_target(Oid relid, TargetDef *t)
+owned_target(Oid relid, TargetDef *t, const char *hint)
 {
 	if (!catalog_load_target(relid, t))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("table \"%s\" is not the target of a flow", get_rel_name(relid)),
-				 errhint("Expectations belong to the targets of flows: create a flow into it first.")));
+				 errhint("%s", hint)));
 	if (!compat_class_ownercheck(relid, GetUserId()))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -1779,7 +1779,7 @@ define_set_expectation(Oid target, const char *name, const char *condition,
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("an expectation's name must not be empty")));
-	expectation_target(target, &t);
+	owned_target(target, &t, "Expectations belong to the targets of flows: create a flow into it first.");
 	e.name = pstrdup(name);
 	e.condition = expectation_condition(&t, name, condition);
 	e.owner = GetUserId();
@@ -1792,7 +1792,7 @@ define_drop_expectation(Oid target, const char *name)
 {
 	TargetDef	t;
 
-	expectation_target(target, &t);
+	owned_target(target, &t, "Expectations belong to the targets of flows: create a flow into it first.");
 	if (!catalog_drop_expectation(t.id, name))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -1818,21 +1818,12 @@ define_create_as_of_index(Oid target)
 	int			saved_sec;
 	int			level;
 
-	if (!catalog_load_target(target, &t))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("table \"%s\" is not the target of a flow", get_rel_name(target)),
-				 errhint("Create a flow into it first.")));
-	if (!compat_class_ownercheck(target, GetUserId()))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("must be owner of target \"%s\"", get_rel_name(target))));
+	owned_target(target, &t, "as_of reads the targets of SCD 2 and bitemporal flows: create a flow into it first.");
 	if (storage_kind(t.scd)->nperiods == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("target \"%s\" keeps no history", get_rel_name(target)),
 				 errdetail("as_of reads SCD 2 and bitemporal targets; this one is SCD 1.")));
-	(void) catalog_lock_target(t.id, false);
 	foreign = type_foreign_code(t.seq_type, relation_owner(target));
 	if (OidIsValid(foreign))
 		ereport(ERROR,
