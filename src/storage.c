@@ -210,7 +210,7 @@ only_ended(List *pred, AttrNumber end)
 /*
  * The range constructor of the GiST index of a target's periods (*rangefn),
  * and its range type; InvalidOid when the target has no such index
- * (targets of 0.1, or created by their users).  *ended_only: the index
+ * (none was asked for, or it was dropped).  *ended_only: the index
  * holds only the ended versions (an index over every row, as earlier builds
  * made, is used too).
  */

@@ -5,15 +5,16 @@
  *		SCD 2 or bitemporal target valid at a business time, as believed at a
  *		system time.
  *
- * The rows of every key valid at X are found through the index autocdc
- * creates with SCD 2 and bitemporal targets (storage.c): GiST over the
- * range [__start_at, __end_at), whose containment operator answers "valid
- * at X" directly; the conditions on the system time filter what it finds.
+ * The rows of every key valid at X are found through the index
+ * autocdc.create_as_of_index gives SCD 2 and bitemporal targets on request
+ * (storage.c): GiST over the range [__start_at, __end_at), whose
+ * containment operator answers "valid at X" directly; the conditions on
+ * the system time filter what it finds.
  * The rows of one key are found through the primary key (keys, __start_at
  * [, __system_start_at]): the key's latest version that began by X (among
  * the rows believed at the system time) is the only candidate, because
  * autocdc never lets two versions of a key in one belief overlap.  A
- * target without the index (one of 0.1, or one its user created) is
+ * target without the index (none was asked for, or it was dropped) is
  * filtered by a plain query.
  *
  * Both functions run with the caller's privileges: the target is read as
