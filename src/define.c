@@ -1689,6 +1689,10 @@ define_drop_flow(FlowDef *flow, bool drop_target)
 	storage_drop(flow->target_id, flow->target, typnames, drop_target);
 }
 
+/* What to do when set_expectation or drop_expectation names no target. */
+#define EXPECTATION_NO_TARGET_HINT \
+	"Expectations belong to the targets of flows: create a flow into it first."
+
 /*
  * The target row of a relation that set_expectation, drop_expectation or
  * create_as_of_index names, locked (a run in progress finishes first: a
@@ -1779,7 +1783,7 @@ define_set_expectation(Oid target, const char *name, const char *condition,
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("an expectation's name must not be empty")));
-	owned_target(target, &t, "Expectations belong to the targets of flows: create a flow into it first.");
+	owned_target(target, &t, EXPECTATION_NO_TARGET_HINT);
 	e.name = pstrdup(name);
 	e.condition = expectation_condition(&t, name, condition);
 	e.owner = GetUserId();
@@ -1792,7 +1796,7 @@ define_drop_expectation(Oid target, const char *name)
 {
 	TargetDef	t;
 
-	owned_target(target, &t, "Expectations belong to the targets of flows: create a flow into it first.");
+	owned_target(target, &t, EXPECTATION_NO_TARGET_HINT);
 	if (!catalog_drop_expectation(t.id, name))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -1813,6 +1817,7 @@ define_create_as_of_index(Oid target)
 	Oid			rangefn;
 	bool		ended_only;
 	char	   *rangetypname = NULL;
+	Oid			owner;
 	Oid			foreign;
 	Oid			saved_uid;
 	int			saved_sec;
@@ -1824,7 +1829,8 @@ define_create_as_of_index(Oid target)
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("target \"%s\" keeps no history", get_rel_name(target)),
 				 errdetail("as_of reads SCD 2 and bitemporal targets; this one is SCD 1.")));
-	foreign = type_foreign_code(t.seq_type, relation_owner(target));
+	owner = relation_owner(target);
+	foreign = type_foreign_code(t.seq_type, owner);
 	if (OidIsValid(foreign))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -1840,7 +1846,7 @@ define_create_as_of_index(Oid target)
 						get_rel_name(target))));
 		return;
 	}
-	become_owner(relation_owner(target), &saved_uid, &saved_sec);
+	become_owner(owner, &saved_uid, &saved_sec);
 	level = set_safe_search_path();
 	storage_create_period_index(target, t.seq_type, &rangetypname);
 	AtEOXact_GUC(true, level);
