@@ -275,11 +275,14 @@ run_entry(FunctionCallInfo fcinfo, void (*body) (FlowDef *peek, RunMetrics *m))
 	PG_TRY();
 	{
 		run_set_applying(peek->name);
+		memory_hold_freed();
 		body(peek, &m);
+		memory_release_freed(false);
 		run_set_applying(NULL);
 	}
 	PG_CATCH();
 	{
+		memory_release_freed(false);
 		run_set_applying(NULL);
 		batch_clear();
 		record_failure(peek->id, cxt);

@@ -2,12 +2,17 @@
  *
  * util.c
  *		Helpers of the base layer: switching between autocdc and a flow's
- *		owner, pinning search_path, running SPI statements and cursors, and
- *		names, columns and types.
+ *		owner, pinning search_path, keeping freed memory through a run,
+ *		running SPI statements and cursors, and names, columns and types.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
+
+#include <limits.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "access/htup_details.h"
 #include "access/relation.h"
@@ -85,6 +90,61 @@ set_safe_search_path(void)
 	(void) set_config_option("hash_mem_multiplier", "1",
 							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	return level;
+}
+
+/*
+ * glibc gives memory back to the kernel as soon as more than its trim
+ * threshold lies free at the top of the heap, and maps each allocation
+ * above its mmap threshold on its own, unmapping it when it is freed; both
+ * start at 128 kB and rise only once a large mapped block has been freed.
+ * A run allocates and frees tens of megabytes in turn (decoding's buffers,
+ * the batch, the touched keys, the fold's rows), and each page given back
+ * and taken again costs a page fault when it is next touched: a third of a
+ * large run's capture on a virtual machine.  While a run (or the worker's
+ * passes) lasts, freed memory is kept for reuse, up to the memory a run may
+ * use; afterwards the thresholds are the highest glibc's own rule sets (32
+ * MB on 64-bit, and trimming above twice that), so that a session's next
+ * run finds its memory as glibc would have left it.  Other C libraries:
+ * nothing.
+ */
+#ifdef __GLIBC__
+#define MEMORY_MMAP_MAX (4 * 1024 * 1024 * sizeof(long))
+
+static bool memory_held = false;
+#endif
+
+/* Keep memory freed from here on for reuse, until memory_release_freed. */
+void
+memory_hold_freed(void)
+{
+#ifdef __GLIBC__
+	if (!memory_held)
+	{
+		int64		budget = ((int64) autocdc_work_mem + autocdc_decoding_work_mem) * 1024;
+
+		(void) mallopt(M_MMAP_THRESHOLD, MEMORY_MMAP_MAX);
+		(void) mallopt(M_TRIM_THRESHOLD, (int) Min(budget, INT_MAX));
+		memory_held = true;
+	}
+#endif
+}
+
+/*
+ * Trim again as glibc would after freeing a large block; give_back: and
+ * return every free page now (a worker about to sleep).
+ */
+void
+memory_release_freed(bool give_back)
+{
+#ifdef __GLIBC__
+	if (memory_held)
+	{
+		(void) mallopt(M_TRIM_THRESHOLD, 2 * MEMORY_MMAP_MAX);
+		memory_held = false;
+	}
+	if (give_back)
+		(void) malloc_trim(0);
+#endif
 }
 
 /*

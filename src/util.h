@@ -2,8 +2,8 @@
  *
  * util.h
  *		Helpers of the base layer: switching between autocdc and a flow's
- *		owner, pinning search_path, SPI statements and cursors, and names,
- *		columns and types.
+ *		owner, pinning search_path, keeping freed memory through a run, SPI
+ *		statements and cursors, and names, columns and types.
  *
  *-------------------------------------------------------------------------
  */
@@ -22,6 +22,10 @@ extern void become_superuser(Oid *saved_uid, int *saved_sec);
 extern void become_owner(Oid owner, Oid *saved_uid, int *saved_sec);
 extern void restore_user(Oid saved_uid, int saved_sec);
 extern int	set_safe_search_path(void);
+
+/* memory a run frees, kept for its reuse */
+extern void memory_hold_freed(void);
+extern void memory_release_freed(bool give_back);
 
 /* SPI */
 typedef void (*SpiRowFn) (HeapTuple tup, TupleDesc desc, void *arg);

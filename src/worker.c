@@ -467,6 +467,8 @@ autocdc_worker_main(Datum arg)
 		if (!autocdc_enabled || registry_blocked())
 			proc_exit(0);
 		ResetLatch(MyLatch);
+		/* freed memory kept through consecutive passes, given back when idle */
+		memory_hold_freed();
 
 		PG_TRY();
 		{
@@ -502,6 +504,7 @@ autocdc_worker_main(Datum arg)
 			proc_exit(0);
 		if (more)
 			continue;
+		memory_release_freed(true);
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 Max(timeout, 1), PG_WAIT_EXTENSION);
 	}

@@ -3,7 +3,8 @@
 # autocdc.work_mem + autocdc.decoding_work_mem + 64 MB whatever the size of
 # the transactions it applies, in run_flow and in the workers, for SCD 1 and
 # SCD 2, first reads included, and for changes() sources (a table's first
-# read, one UPDATE of every row, one DELETE of every row).
+# read, one UPDATE of every row, one DELETE of every row); and an idle worker
+# has given back the memory of its passes.
 #
 # A sampler process reads RssAnon from /proc/<pid>/status every 10 ms (VmHWM
 # would count the shared buffers the process touched) of the backend that
@@ -33,6 +34,8 @@ my $full = $ENV{AUTOCDC_MEMORY_FULL};
 my $mem_mb = $full ? 64 : 16;
 my @sizes = $full ? (1_000_000, 2_000_000, 4_000_000) : (125_000, 250_000, 500_000);
 my $bound_kb = ($mem_mb + $mem_mb + 64) * 1024;
+# an idle worker's RssAnon: its caches, not its last pass's memory
+my $idle_bound_mb = 12;
 
 my $node = autocdc_node('memory', worker => 1,
 	conf => [ "autocdc.work_mem = ${mem_mb}MB", "autocdc.decoding_work_mem = ${mem_mb}MB",
@@ -221,6 +224,24 @@ for my $scd (1, 2)
 	}
 	is(sql(qq{SELECT coalesce(last_error, 'none') FROM autocdc.flows WHERE name = 'w$scd'}), 'none',
 		"worker, SCD $scd: without an error");
+
+	# an idle worker gives back what its passes freed (util.c,
+	# memory_release_freed): its RssAnon falls well below the peak
+	my $idle_kb = $idle_bound_mb * 1024;
+	my $idle;
+	for (1 .. 100)
+	{
+		$idle = 0;
+		for my $p (worker_pids())
+		{
+			my $r = rss_anon($p) // 0;
+			$idle = $r if $r > $idle;
+		}
+		last if $idle <= $idle_kb;
+		sleep(0.1);
+	}
+	cmp_ok($idle, '<=', $idle_kb, "worker, SCD $scd: idle, RssAnon $idle kB within $idle_kb kB");
+	diag("worker SCD $scd idle: RssAnon $idle kB");
 	sql(qq{SELECT autocdc.drop_flow('w$scd')});
 }
 
