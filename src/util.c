@@ -131,7 +131,7 @@ memory_hold_freed(void)
 
 /*
  * Trim again as glibc would after freeing a large block; give_back: and
- * return every free page now (a worker about to sleep).
+ * return every free page now (an idle worker).
  */
 void
 memory_release_freed(bool give_back)

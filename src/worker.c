@@ -436,6 +436,7 @@ autocdc_worker_main(Datum arg)
 {
 	Oid			dboid = DatumGetObjectId(arg);
 	volatile int failures = 0;
+	volatile TimestampTz last_give_back = 0;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -456,6 +457,8 @@ autocdc_worker_main(Datum arg)
 	{
 		long		timeout = autocdc_naptime;
 		bool		more = false;
+		bool		give_back;
+		TimestampTz now;
 		MemoryContext cxt = CurrentMemoryContext;
 
 		CHECK_FOR_INTERRUPTS();
@@ -467,7 +470,7 @@ autocdc_worker_main(Datum arg)
 		if (!autocdc_enabled || registry_blocked())
 			proc_exit(0);
 		ResetLatch(MyLatch);
-		/* freed memory kept through consecutive passes, given back when idle */
+		/* freed memory kept through consecutive passes */
 		memory_hold_freed();
 
 		PG_TRY();
@@ -504,7 +507,17 @@ autocdc_worker_main(Datum arg)
 			proc_exit(0);
 		if (more)
 			continue;
-		memory_release_freed(true);
+
+		/*
+		 * Before it sleeps the worker gives every free page back, at most
+		 * once a naptime: an idle worker holds only its caches, a busy one
+		 * keeps what its next passes reuse.
+		 */
+		now = GetCurrentTimestamp();
+		give_back = TimestampDifferenceExceeds(last_give_back, now, autocdc_naptime);
+		if (give_back)
+			last_give_back = now;
+		memory_release_freed(give_back);
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 Max(timeout, 1), PG_WAIT_EXTENSION);
 	}
