@@ -516,8 +516,12 @@ autocdc_worker_main(Datum arg)
 		now = GetCurrentTimestamp();
 		give_back = TimestampDifferenceExceeds(last_give_back, now, autocdc_naptime);
 		if (give_back)
+		{
 			last_give_back = now;
+			elog(DEBUG2, "autocdc worker: free memory given back");
+		}
 		memory_release_freed(give_back);
+		elog(DEBUG3, "autocdc worker: sleeping for at most %ld ms", Max(timeout, 1));
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 Max(timeout, 1), PG_WAIT_EXTENSION);
 	}
