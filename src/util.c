@@ -131,7 +131,7 @@ memory_hold_freed(void)
 
 /*
  * Trim again as glibc would after freeing a large block; give_back: and
- * return every free page now (an idle worker).
+ * return every free page now (a worker about to sleep, once a naptime).
  */
 void
 memory_release_freed(bool give_back)
