@@ -2,7 +2,8 @@
 -- bulk: a run that inserts 10,000 rows or more into a table with no pages
 -- (a new target, a new hidden state), or into a hidden state of fewer than
 -- half as many rows, rebuilds the table's indexes after the load instead of
--- inserting into them row by row.  The rebuilt indexes must
+-- inserting into them row by row; the hidden state's partial indexes
+-- (tombstones, truncates) take rows one by one all the same.  The rebuilt indexes must
 -- hold every row, be valid, and enforce uniqueness as the inserts would
 -- have; a failing run leaves the indexes as they were.  Smaller loads,
 -- targets with rows or pages, targets with triggers and deferrable unique
@@ -29,6 +30,15 @@ RETURNS TABLE (idx text, rebuilt boolean, valid boolean, ready boolean) LANGUAGE
 	  FROM b_nodes n JOIN pg_index i ON i.indexrelid = n.idx
 	 ORDER BY 1
 $f$;
+-- b_plan(query): its plan, the hidden state's number masked
+CREATE FUNCTION b_plan(q text) RETURNS SETOF text LANGUAGE plpgsql AS $f$
+DECLARE
+	line text;
+BEGIN
+	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
+		RETURN NEXT regexp_replace(line, 'target_[0-9]+', 'target_N', 'g');
+	END LOOP;
+END $f$;
 -- b_flow(name) creates the feed <name>_feed (id, v, seq) and an SCD 1 flow
 -- into the table <name> (created if missing), runs it once (empty) and
 -- remembers the index files
@@ -116,6 +126,40 @@ SELECT count(*) AS state_rows_by_key FROM :b_small_state WHERE id > -1;
 SELECT count(*) AS target_rows_by_key FROM b_small WHERE id > -1;
 RESET enable_seqscan;
 RESET enable_bitmapscan;
+
+-- A load that rebuilds the hidden state's key index leaves its partial
+-- indexes in use (a rebuild reads the whole table for each index, for the
+-- few rows of a load they take): they keep their files, and find every
+-- tombstone (12,000 upserts, then 3,000 of those keys deleted) and the
+-- truncate, as a sequential scan does.
+CREATE TABLE b_tomb_feed (id int, v text, op text, seq int);
+SELECT autocdc.create_flow('b_tomb', 'b_tomb_feed', '{id}', sequence_by => 'seq',
+	apply_as_deletes => $$op = 'D'$$, apply_as_truncates => $$op = 'T'$$,
+	except_column_list => '{op,seq}', continuous => false);
+SELECT * FROM autocdc.run_flow('b_tomb');
+SELECT b_remember('b_tomb');
+INSERT INTO b_tomb_feed VALUES (NULL, NULL, 'T', 1);
+INSERT INTO b_tomb_feed SELECT g, 'v' || g, 'U', 2 FROM generate_series(1, 12000) g;
+INSERT INTO b_tomb_feed SELECT g, NULL, 'D', 3 FROM generate_series(1, 3000) g;
+SELECT * FROM autocdc.run_flow('b_tomb');
+SELECT * FROM b_rebuilt('b_tomb');
+SELECT format('autocdc_state.target_%s', target_id) AS b_tomb_state FROM autocdc.flow WHERE name = 'b_tomb' \gset
+SELECT count(*) FILTER (WHERE __autocdc_kind <> 'u') AS tombstones,
+	   count(*) FILTER (WHERE __autocdc_kind = 't') AS truncates
+  FROM :b_tomb_state;
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+SELECT b_plan(format($q$SELECT count(*) FROM %s WHERE __autocdc_kind <> 'u' AND __autocdc_at > '-infinity'$q$,
+			  :'b_tomb_state'));
+SELECT count(*) AS tombstones_by_at FROM :b_tomb_state
+ WHERE __autocdc_kind <> 'u' AND __autocdc_at > '-infinity';
+SELECT b_plan(format($q$SELECT count(*) FROM %s WHERE __autocdc_kind = 't' AND __autocdc_seq > -1$q$,
+			  :'b_tomb_state'));
+SELECT count(*) AS truncates_by_seq FROM :b_tomb_state
+ WHERE __autocdc_kind = 't' AND __autocdc_seq > -1;
+RESET enable_seqscan;
+RESET enable_bitmapscan;
+SELECT count(*) AS target_rows FROM b_tomb;
 
 CREATE TABLE b_trig (id int PRIMARY KEY, v text);
 CREATE TABLE b_trig_log (n bigint);

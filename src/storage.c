@@ -1125,7 +1125,8 @@ storage_drop(int target_id, Oid target, List *typnames, bool drop_target)
  * row by row logs every entry, and it costs about half as much per row.  A
  * target with rows keeps the row-by-row path: the rebuild locks its indexes
  * until the run commits, and queries of the target would wait for it; only
- * autocdc reads the hidden state.  It is done in the run's transaction
+ * autocdc reads the hidden state.  The hidden state's partial indexes stay
+ * in use (indexes_out_of_use).  It is done in the run's transaction
  * (pg_index is updated as DDL updates it, not in place), so a run that fails
  * leaves the indexes as they were, and other sessions see them valid
  * throughout.  Left alone: tables with triggers or rules (their code may
@@ -1180,10 +1181,13 @@ bulk_load_qualifies(Relation rel, int64 nrows, bool hidden)
 
 /*
  * Take the valid, immediate indexes of rel out of use (storage_bulk_begin),
- * returning them.
+ * returning them.  With keep_partial, partial indexes stay in use: those of
+ * a hidden state (tombstones, truncates) take a few rows of a load, and
+ * inserting them costs less than a rebuild, which reads the whole table
+ * and syncs the new index to disk for each index.
  */
 static List *
-indexes_out_of_use(Relation rel)
+indexes_out_of_use(Relation rel, bool keep_partial)
 {
 	Relation	pg_index;
 	List	   *indexes;
@@ -1198,7 +1202,8 @@ indexes_out_of_use(Relation rel)
 		Relation	ind = index_open(indexid, ShareUpdateExclusiveLock);
 		Form_pg_index cur = ind->rd_index;
 
-		if (cur->indisvalid && cur->indisready && cur->indislive && cur->indimmediate)
+		if (cur->indisvalid && cur->indisready && cur->indislive && cur->indimmediate &&
+			!(keep_partial && !heap_attisnull(ind->rd_indextuple, Anum_pg_index_indpred, NULL)))
 		{
 			HeapTuple	tup = SearchSysCacheCopy1(INDEXRELID, ObjectIdGetDatum(indexid));
 			Form_pg_index form;
@@ -1249,7 +1254,7 @@ storage_bulk_begin(Oid relid, int64 nrows, bool hidden)
 		{
 			Relation	part = table_open(lfirst_oid(lc), NoLock);
 
-			deferred = list_concat(deferred, indexes_out_of_use(part));
+			deferred = list_concat(deferred, indexes_out_of_use(part, hidden));
 			table_close(part, NoLock);
 		}
 	CommandCounterIncrement();
