@@ -454,6 +454,18 @@ SELECT * FROM autocdc.run_flow('s1_auth');
 INSERT INTO s1_auth_feed VALUES (5, NULL, 'D', 1);
 SELECT * FROM autocdc.run_flow('s1_auth');
 SELECT * FROM s1_auth ORDER BY id;     -- (1, a), (2, b2), (3, c), (4, flow4)
+-- the same when the batch touches many keys beside a small target (more
+-- than 20 per page of target and state: the run reads them whole instead of
+-- joining them to the keys): edits of keys the batch does not touch stay.
+-- Key 2 and 100 new keys touched; 101,101,0
+UPDATE s1_auth SET v = 'hacked' WHERE id IN (1, 2);
+DELETE FROM s1_auth WHERE id = 3;
+INSERT INTO s1_auth VALUES (5, 'user5');
+INSERT INTO s1_auth_feed SELECT g, 'n' || g, NULL, 1 FROM generate_series(100, 199) g;
+INSERT INTO s1_auth_feed VALUES (2, 'b3', NULL, 3);
+SELECT * FROM autocdc.run_flow('s1_auth');
+SELECT * FROM s1_auth WHERE id < 100 ORDER BY id;     -- (1, hacked), (2, b3), (4, flow4), (5, user5)
+SELECT count(*), min(v), max(v) FROM s1_auth WHERE id >= 100;     -- 100, n100, n199
 
 ---------------------------------------------------------------------------
 -- §4 "Expressions (sequence_by, delete/truncate conditions) see the whole
