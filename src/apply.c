@@ -1764,6 +1764,8 @@ touched_keys_join(ApplyCtx *a)
 		 */
 		if (a->hashfold && !a->distributed && small_beside_keys(a))
 		{
+			elog(DEBUG1, "autocdc: flow \"%s\": the fold reads target and hidden state whole for "
+				 INT64_FORMAT " touched keys", a->flow->name, a->njoinkeys);
 			a->unjoined = true;
 			tuplestore_end(ts);
 			return "";
@@ -1797,12 +1799,18 @@ touched_keys_join(ApplyCtx *a)
 static bool
 small_beside_keys(ApplyCtx *a)
 {
-	Relation	t = table_open(a->flow->target, AccessShareLock);
-	Relation	s = table_open(a->staterel, AccessShareLock);
-	int64		pages = (int64) RelationGetNumberOfBlocks(t) + RelationGetNumberOfBlocks(s);
+	int64		pages = 0;
+	ListCell   *lc;
 
-	table_close(t, AccessShareLock);
-	table_close(s, AccessShareLock);
+	/* a partitioned target's pages are its partitions' */
+	foreach(lc, lappend_oid(table_and_partitions(a->flow->target, AccessShareLock), a->staterel))
+	{
+		Relation	r = table_open(lfirst_oid(lc), AccessShareLock);
+
+		if (RELKIND_HAS_STORAGE(r->rd_rel->relkind))
+			pages += RelationGetNumberOfBlocks(r);
+		table_close(r, AccessShareLock);
+	}
 	return pages * 20 < a->njoinkeys;
 }
 
