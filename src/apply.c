@@ -172,6 +172,8 @@ typedef struct ApplyCtx
 	bool		keys_outgrew;	/* the keyhash was given up for its size */
 	bool		hashfold;		/* the fold takes new events from the entries */
 	int64		njoinkeys;		/* keys the fold's query joins to; -1: all */
+	bool		small;			/* target and state are small beside the
+								 * njoinkeys keys (small_beside_keys) */
 	bool		unjoined;		/* the fold's query reads every row of a small
 								 * target and state; the fold passes over the
 								 * keys the keyhash does not hold */
@@ -1700,6 +1702,17 @@ key_row(Datum *values, bool *nulls, TupleDesc desc, void *arg)
 	kr->n++;
 }
 
+/* An empty tuplestore, living as long as the run, for the touched keys. */
+static Tuplestorestate *
+keys_store(ApplyCtx *a)
+{
+	MemoryContext old = MemoryContextSwitchTo(a->cxt);
+	Tuplestorestate *ts = tuplestore_begin_heap(false, false, settings_store_mem());
+
+	MemoryContextSwitchTo(old);
+	return ts;
+}
+
 /*
  * Collect the distinct keys of the run's events into a tuplestore exposed
  * as autocdc_internal._keys(), and return the join clause restricting a scan "x" to
@@ -1717,7 +1730,6 @@ touched_keys_join(ApplyCtx *a)
 	TupleDesc	desc;
 	int64		n = 0;
 	int			k;
-	MemoryContext old;
 
 	initStringInfo(&coldefs);
 	initStringInfo(&cond);
@@ -1737,9 +1749,6 @@ touched_keys_join(ApplyCtx *a)
 	}
 	compat_TupleDescFinalize(desc);
 	desc = BlessTupleDesc(desc);
-	old = MemoryContextSwitchTo(a->cxt);
-	ts = tuplestore_begin_heap(false, false, settings_store_mem());
-	MemoryContextSwitchTo(old);
 	if (a->keyhash != NULL)
 	{
 		bool		knulls[INDEX_MAX_KEYS];
@@ -1754,6 +1763,7 @@ touched_keys_join(ApplyCtx *a)
 		 */
 		a->entries_sorted = sort_entries(a, a->entries, a->nkeys_distinct);
 		a->njoinkeys = a->nkeys_distinct;
+		a->small = small_beside_keys(a);
 
 		/*
 		 * A target and state small beside the keys, folded from the keyhash:
@@ -1762,14 +1772,14 @@ touched_keys_join(ApplyCtx *a)
 		 * fold finds each row's key in the keyhash anyway.  Not a
 		 * distributed target: its rows would all cross to this node.
 		 */
-		if (a->hashfold && !a->distributed && small_beside_keys(a))
+		if (a->hashfold && !a->distributed && a->small)
 		{
 			elog(DEBUG1, "autocdc: flow \"%s\": the fold reads target and hidden state whole for "
 				 INT64_FORMAT " touched keys", a->flow->name, a->njoinkeys);
 			a->unjoined = true;
-			tuplestore_end(ts);
 			return "";
 		}
+		ts = keys_store(a);
 		memset(knulls, 0, sizeof(knulls));
 		for (e = 0; e < a->nkeys_distinct; e++)
 			tuplestore_putvalues(ts, a->keydesc, a->entries[e]->keyvals, knulls);
@@ -1777,6 +1787,7 @@ touched_keys_join(ApplyCtx *a)
 		return psprintf(" JOIN autocdc_internal._keys() AS k(%s) ON %s", coldefs.data, cond.data);
 	}
 
+	ts = keys_store(a);
 	kr.ts = ts;
 	kr.desc = desc;
 	kr.n = 0;
@@ -1788,6 +1799,7 @@ touched_keys_join(ApplyCtx *a)
 	n = kr.n;
 	batch_set(BATCH_KEYS, ts, desc, InvalidOid, n, 2);	/* target and state joins */
 	a->njoinkeys = n;
+	a->small = small_beside_keys(a);
 	return psprintf(" JOIN autocdc_internal._keys() AS k(%s) ON %s", coldefs.data, cond.data);
 }
 
@@ -2384,7 +2396,7 @@ fold_all(ApplyCtx *a, const char *sql)
 	 * touched_keys_join).
 	 */
 	level = NewGUCNestLevel();
-	if (a->njoinkeys >= 0 && !small_beside_keys(a))
+	if (a->njoinkeys >= 0 && !a->small)
 	{
 		(void) set_config_option("enable_hashjoin", "off", PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);
