@@ -102,6 +102,21 @@ SELECT num_events FROM autocdc.run_flow('s1_rep_reverse');
 SELECT 'inorder' AS flow, * FROM s1_rep_inorder UNION ALL SELECT 'reverse', * FROM s1_rep_reverse ORDER BY 1;
 
 ---------------------------------------------------------------------------
+-- Keys are compared by their type's equality, also where equal values are
+-- stored differently (float8 0 and -0, numeric 1.0 and 1.00): one key, one
+-- row, within a batch and across batches.
+---------------------------------------------------------------------------
+CREATE TABLE s1_keq_feed (f float8, n numeric, v text, seq int);
+SELECT autocdc.create_flow('s1_keq', 's1_keq_feed', '{f,n}', sequence_by => 'seq',
+	except_column_list => '{seq}', continuous => false);
+INSERT INTO s1_keq_feed VALUES (0, 1.0, 'a', 1), ('-0', 1.00, 'b', 2), (0, 2, 'c', 3);
+SELECT num_events, num_upserted_rows FROM autocdc.run_flow('s1_keq');     -- 3,2
+INSERT INTO s1_keq_feed VALUES ('-0', 1.000, 'd', 4);
+SELECT num_events, num_upserted_rows FROM autocdc.run_flow('s1_keq');     -- 1,1
+-- (-0, 1.000, d) and (0, 2, c)
+SELECT f, n, v FROM s1_keq ORDER BY n;
+
+---------------------------------------------------------------------------
 -- §4 "Hidden state. Deletes and truncates must be remembered so that
 -- later-arriving older events are judged right (a late update older than a
 -- delete is discarded; a delete that arrives before the insert it closes
@@ -678,4 +693,4 @@ SELECT count(*) AS s1_flows_left FROM autocdc.flows WHERE name LIKE 's1\_%';
 DROP TABLE s1_ooo_feed, s1_tie_feed, s1_del_feed, s1_tr_feed, s1_null_feed, s1_cols_feed,
 	s1_inu_feed1, s1_inu_feed2, s1_inu_tr_feed, s1_row_feed, s1_once_src, s1_two_chg, s1_two_bf,
 	s1_met_feed, s1_auth_feed, s1_expr_feed, s1_shape_feed, s1_rep_feed1, s1_rep_feed2, s1_ord_feed,
-	s1_rev_feed;
+	s1_rev_feed, s1_keq_feed;

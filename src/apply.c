@@ -50,10 +50,13 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/nbtree.h"
+#include "access/transam.h"
 #include "access/table.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
+#include "common/hashfn.h"
 #include "funcapi.h"
 #include "utils/syscache.h"
 #include "executor/executor.h"
@@ -162,6 +165,12 @@ typedef struct ApplyCtx
 	struct keyhash_hash *keyhash;	/* NULL: a key type cannot be hashed, or the
 								 * keys outgrew their share of memory */
 	FmgrInfo   *keyhashfn;		/* per key column */
+	bool		keyimage;		/* keys are equal when their Datums are
+								 * (keys_by_image) */
+	Datum	   *formvals;		/* form_state_tuple's arrays, reused */
+	bool	   *formnulls;
+	Datum	   *putvals;		/* put_target_row's */
+	bool	   *putnulls;
 	TupleDesc	keydesc;
 	int64		nkeys_distinct;
 	bool		last_only;		/* keep only each key's last event (SCD 1) */
@@ -204,6 +213,17 @@ typedef struct KeyEntry
 } KeyEntry;
 
 /*
+ * A key as the touched-keys hash holds it: its values, and beside them the
+ * first, so that a probe whose key is equal exactly when that Datum is
+ * (keys_by_image) finds a single-column key without reading the entry.
+ */
+typedef struct KeyRef
+{
+	Datum		first;
+	Datum	   *vals;
+} KeyRef;
+
+/*
  * A slot of the touched-keys hash (simplehash: open addressing, the hash
  * stored beside the key, so that a probe reads one slot and compares the
  * key only when the hashes agree).  Slots move as the table fills; the
@@ -211,7 +231,7 @@ typedef struct KeyEntry
  */
 typedef struct KeySlot
 {
-	Datum	   *keyvals;		/* entry->keyvals */
+	KeyRef		key;			/* entry->keyvals, the first beside them */
 	KeyEntry   *entry;
 	uint32		hash;
 	char		status;
@@ -219,15 +239,24 @@ typedef struct KeySlot
 
 static uint32 key_hash(ApplyCtx *a, Datum *vals);
 static bool key_equal(ApplyCtx *a, Datum *v1, Datum *v2);
+
+/* Are two keys of the touched-keys hash equal? */
+static inline bool
+key_ref_equal(ApplyCtx *a, KeyRef x, KeyRef y)
+{
+	if (a->keyimage && (x.first != y.first || a->c.nkeys == 1))
+		return x.first == y.first;
+	return key_equal(a, x.vals, y.vals);
+}
 static bool sort_entries(ApplyCtx *a, struct KeyEntry **entries, int64 n);
 static bool small_beside_keys(ApplyCtx *a);
 
 #define SH_PREFIX keyhash
 #define SH_ELEMENT_TYPE KeySlot
-#define SH_KEY_TYPE Datum *
-#define SH_KEY keyvals
-#define SH_HASH_KEY(tb, key) key_hash((ApplyCtx *) (tb)->private_data, key)
-#define SH_EQUAL(tb, a, b) key_equal((ApplyCtx *) (tb)->private_data, a, b)
+#define SH_KEY_TYPE KeyRef
+#define SH_KEY key
+#define SH_HASH_KEY(tb, key) key_hash((ApplyCtx *) (tb)->private_data, (key).vals)
+#define SH_EQUAL(tb, a, b) key_ref_equal((ApplyCtx *) (tb)->private_data, a, b)
 #define SH_STORE_HASH
 #define SH_GET_HASH(tb, a) a->hash
 #define SH_SCOPE static inline
@@ -517,7 +546,11 @@ data_list(ApplyCtx *a, const char *prefix, bool only_keys)
 	return buf.data;
 }
 
-/* The hash of a key (an array of key-column Datums). */
+/*
+ * The hash of a key (an array of key-column Datums): of the Datums
+ * themselves where keys are equal exactly when their Datums are, else by
+ * the key types' hash functions.
+ */
 static uint32
 key_hash(ApplyCtx *a, Datum *vals)
 {
@@ -529,7 +562,10 @@ key_hash(ApplyCtx *a, Datum *vals)
 		int			i = a->c.keyidx[k];
 
 		h = (h << 1) | (h >> 31);
-		h ^= DatumGetUInt32(FunctionCall1Coll(&a->keyhashfn[k], a->c.dcolls[i], vals[k]));
+		if (a->keyimage)
+			h ^= murmurhash32((uint32) vals[k] ^ (uint32) (((uint64) vals[k]) >> 32));
+		else
+			h ^= DatumGetUInt32(FunctionCall1Coll(&a->keyhashfn[k], a->c.dcolls[i], vals[k]));
 	}
 	return h;
 }
@@ -541,8 +577,44 @@ key_equal(ApplyCtx *a, Datum *v1, Datum *v2)
 	int			k;
 
 	for (k = 0; k < a->c.nkeys; k++)
-		if (!fold_column_equal(&a->c, a->c.keyidx[k], v1[k], false, v2[k], false))
+		if (a->keyimage ? v1[k] != v2[k] :
+			!fold_column_equal(&a->c, a->c.keyidx[k], v1[k], false, v2[k], false))
 			return false;
+	return true;
+}
+
+/*
+ * Are two keys equal exactly when their Datums are?  So when every key
+ * column is passed by value and its type's default btree operator class
+ * is a built-in one whose equality is the fold's and says, as it does for
+ * btree deduplication, that equal values are stored alike (integers,
+ * dates, timestamps; not float8, whose -0 equals 0).  The keyhash then
+ * hashes and compares Datums instead of calling the type's functions.
+ */
+static bool
+keys_by_image(ApplyCtx *a)
+{
+	int			k;
+
+	for (k = 0; k < a->c.nkeys; k++)
+	{
+		int			i = a->c.keyidx[k];
+		TypeCacheEntry *tc = lookup_type_cache(a->c.dtypes[i],
+											   TYPECACHE_EQ_OPR | TYPECACHE_BTREE_OPFAMILY);
+		Oid			proc;
+
+		if (!TupleDescAttr(a->sdesc, a->dattno[i])->attbyval || !OidIsValid(tc->btree_opf) ||
+			!OidIsValid(tc->eq_opr) ||
+			tc->eq_opr != get_opfamily_member(tc->btree_opf, tc->btree_opintype,
+											  tc->btree_opintype, BTEqualStrategyNumber))
+			return false;
+		proc = get_opfamily_proc(tc->btree_opf, tc->btree_opintype, tc->btree_opintype,
+								 BTEQUALIMAGE_PROC);
+		if (!OidIsValid(proc) || proc >= FirstGenbkiObjectId ||
+			!DatumGetBool(OidFunctionCall1Coll(proc, a->c.dcolls[i],
+											   ObjectIdGetDatum(tc->btree_opintype))))
+			return false;
+	}
 	return true;
 }
 
@@ -576,6 +648,7 @@ keys_setup(ApplyCtx *a)
 	}
 	compat_TupleDescFinalize(a->keydesc);
 	a->keydesc = BlessTupleDesc(a->keydesc);
+	a->keyimage = keys_by_image(a);
 	a->keycxt = AllocSetContextCreate(a->cxt, "autocdc touched keys", ALLOCSET_DEFAULT_SIZES);
 	a->tupcxt = GenerationContextCreate(a->keycxt, "autocdc touched keys' events",
 										ALLOCSET_DEFAULT_SIZES);
@@ -596,7 +669,7 @@ keys_add(ApplyCtx *a, Datum *values, bool *nulls)
 
 	for (k = 0; k < a->c.nkeys; k++)
 		probe[k] = values[a->c.keyidx[k]];
-	slot = keyhash_insert(a->keyhash, probe, &found);
+	slot = keyhash_insert(a->keyhash, (KeyRef) {probe[0], probe}, &found);
 	if (!found)
 	{
 		MemoryContext old = MemoryContextSwitchTo(a->tupcxt);
@@ -610,7 +683,8 @@ keys_add(ApplyCtx *a, Datum *values, bool *nulls)
 
 			entry->keyvals[k] = datumCopy(probe[k], att->attbyval, att->attlen);
 		}
-		slot->keyvals = entry->keyvals;
+		slot->key.first = entry->keyvals[0];
+		slot->key.vals = entry->keyvals;
 		slot->entry = entry;
 		MemoryContextSwitchTo(a->keycxt);
 		if ((a->nkeys_distinct & (a->nkeys_distinct - 1)) == 0)
@@ -827,7 +901,8 @@ keyhash_event(ClassifyScan *cs, Datum *values, bool *nulls, XLogRecPtr lsn,
 								  DatumGetInt64(values[a->c.ndata + 2]), kind, sysseq);
 			keep_last(a, entry, ev);
 			heap_freetuple(ev);
-			entry->seq = heap_getattr(entry->last, a->bk[0] + 1, a->sdesc, &isnull);
+			entry->seq = a->c.seqbyval ? values[a->c.ndata] :
+				heap_getattr(entry->last, a->bk[0] + 1, a->sdesc, &isnull);
 		}
 		keys_check_memory(a, cs->events);
 		return;
@@ -1317,11 +1392,15 @@ static HeapTuple
 form_state_tuple(ApplyCtx *a, Datum *dvals, bool *dnulls, Datum wlist,
 				 Datum seq, XLogRecPtr lsn, int64 ord, char kind, Datum sysseq)
 {
-	Datum	   *values = palloc(sizeof(Datum) * a->sdesc->natts);
-	bool	   *nulls = palloc(sizeof(bool) * a->sdesc->natts);
-	HeapTuple	tup;
+	Datum	   *values = a->formvals;
+	bool	   *nulls = a->formnulls;
 	int			i;
 
+	if (values == NULL)
+	{
+		values = a->formvals = MemoryContextAlloc(a->cxt, sizeof(Datum) * a->sdesc->natts);
+		nulls = a->formnulls = MemoryContextAlloc(a->cxt, sizeof(bool) * a->sdesc->natts);
+	}
 	for (i = 0; i < a->sdesc->natts; i++)
 	{
 		values[i] = (Datum) 0;
@@ -1349,10 +1428,7 @@ form_state_tuple(ApplyCtx *a, Datum *dvals, bool *dnulls, Datum wlist,
 		values[a->bkwritten] = wlist;
 		nulls[a->bkwritten] = wlist == (Datum) 0;
 	}
-	tup = heap_form_tuple(a->sdesc, values, nulls);
-	pfree(values);
-	pfree(nulls);
-	return tup;
+	return heap_form_tuple(a->sdesc, values, nulls);
 }
 
 /* Form a state row (data values in data order) into a tuplestore. */
@@ -1396,10 +1472,15 @@ static void
 put_target_row(ApplyCtx *a, Tuplestorestate *ts, Datum *vals, bool *isnull, Datum *period,
 			   bool *periodnull)
 {
-	Datum	   *values = palloc(sizeof(Datum) * a->tdesc->natts);
-	bool	   *nulls = palloc(sizeof(bool) * a->tdesc->natts);
+	Datum	   *values = a->putvals;
+	bool	   *nulls = a->putnulls;
 	int			i;
 
+	if (values == NULL)
+	{
+		values = a->putvals = MemoryContextAlloc(a->cxt, sizeof(Datum) * a->tdesc->natts);
+		nulls = a->putnulls = MemoryContextAlloc(a->cxt, sizeof(bool) * a->tdesc->natts);
+	}
 	for (i = 0; i < a->tdesc->natts; i++)
 	{
 		int			m = a->tmap[i];
@@ -1418,8 +1499,6 @@ put_target_row(ApplyCtx *a, Tuplestorestate *ts, Datum *vals, bool *isnull, Datu
 		}
 	}
 	tuplestore_putvalues(ts, a->tdesc, values, nulls);
-	pfree(values);
-	pfree(nulls);
 }
 
 /* Queue a target row. */
@@ -1926,7 +2005,7 @@ fold_group(FoldScan *fs)
 	}
 	for (k = 0; k < a->c.nkeys; k++)
 		probe[k] = fs->group[0]->vals[a->c.keyidx[k]];
-	slot = keyhash_lookup(a->keyhash, probe);
+	slot = keyhash_lookup(a->keyhash, (KeyRef) {probe[0], probe});
 	if (slot == NULL && a->unjoined)
 		return;					/* a key the batch does not touch */
 	if (slot == NULL)
@@ -2309,24 +2388,31 @@ typedef struct EntrySort
 	SortSupport ssup;
 } EntrySort;
 
+/*
+ * An entry being sorted, its first key value beside it: most comparisons
+ * end there without reading the entry.
+ */
+typedef struct SortedEntry
+{
+	Datum		first;
+	KeyEntry   *entry;
+} SortedEntry;
+
 /* qsort_arg callback: order two keyhash entries by their key values. */
 static int
 entry_compare(const void *x, const void *y, void *arg)
 {
 	EntrySort  *es = arg;
-	KeyEntry   *e1 = *(KeyEntry *const *) x;
-	KeyEntry   *e2 = *(KeyEntry *const *) y;
+	const SortedEntry *s1 = x;
+	const SortedEntry *s2 = y;
+	KeyEntry   *e1 = s1->entry;
+	KeyEntry   *e2 = s2->entry;
 	int			k;
+	int			c = ApplySortComparator(s1->first, false, s2->first, false, &es->ssup[0]);
 
-	for (k = 0; k < es->nkeys; k++)
-	{
-		int			c = ApplySortComparator(e1->keyvals[k], false, e2->keyvals[k], false,
-											&es->ssup[k]);
-
-		if (c != 0)
-			return c;
-	}
-	return 0;
+	for (k = 1; k < es->nkeys && c == 0; k++)
+		c = ApplySortComparator(e1->keyvals[k], false, e2->keyvals[k], false, &es->ssup[k]);
+	return c;
 }
 
 /*
@@ -2342,6 +2428,8 @@ static bool
 sort_entries(ApplyCtx *a, KeyEntry **entries, int64 n)
 {
 	EntrySort	es;
+	SortedEntry *sorted;
+	int64		e;
 	int			k;
 
 	if (n < 2)
@@ -2363,7 +2451,16 @@ sort_entries(ApplyCtx *a, KeyEntry **entries, int64 n)
 		es.ssup[k].ssup_nulls_first = false;
 		PrepareSortSupportFromOrderingOp(tc->lt_opr, &es.ssup[k]);
 	}
-	qsort_arg(entries, n, sizeof(KeyEntry *), entry_compare, &es);
+	sorted = palloc_extended(sizeof(SortedEntry) * n, MCXT_ALLOC_HUGE);
+	for (e = 0; e < n; e++)
+	{
+		sorted[e].first = entries[e]->keyvals[0];
+		sorted[e].entry = entries[e];
+	}
+	qsort_arg(sorted, n, sizeof(SortedEntry), entry_compare, &es);
+	for (e = 0; e < n; e++)
+		entries[e] = sorted[e].entry;
+	pfree(sorted);
 	pfree(es.ssup);
 	return true;
 }
