@@ -138,6 +138,8 @@ typedef struct ApplyCtx
 	/* outputs */
 	Tuplestorestate *tins;
 	int64		ntins;
+	bool	   *tins_null;		/* per target column: some row of tins holds
+								 * a null there */
 	Tuplestorestate *sins;
 	int64		nsins;
 	RowRef	   *tdel;
@@ -1501,12 +1503,18 @@ put_target_row(ApplyCtx *a, Tuplestorestate *ts, Datum *vals, bool *isnull, Datu
 	tuplestore_putvalues(ts, a->tdesc, values, nulls);
 }
 
-/* Queue a target row. */
+/* Queue a target row, noting its columns that are null. */
 static void
 emit_target_row(ApplyCtx *a, OutRow *o)
 {
+	int			i;
+
 	put_target_row(a, a->tins, o->vals, o->nulls, o->period, o->periodnull);
 	a->ntins++;
+	if (a->tins_null == NULL)
+		a->tins_null = MemoryContextAllocZero(a->cxt, sizeof(bool) * a->tdesc->natts);
+	for (i = 0; i < a->tdesc->natts; i++)
+		a->tins_null[i] |= a->putnulls[i];
 }
 
 /*
@@ -2145,50 +2153,16 @@ delete_rows(RowRef *rows, int n)
 }
 
 /*
- * Insert the fold's rows (a tuplestore of the target's row type) into the
- * target.  Only the columns the flow writes are named, so that columns a
- * user added to the target get their defaults (and generated columns their
- * values) instead of NULL.  A large load into an empty target rebuilds its
- * indexes after the insert instead (storage_bulk_begin).
+ * Insert the rows of a tuplestore (of rel's row type) into rel directly, a
+ * page's worth of rows per WAL record (heap_multi_insert, as COPY does),
+ * then their index entries, and end the tuplestore.  Only for a table with
+ * nothing an INSERT would run beside (direct_insert_ok); a unique index
+ * still refuses a duplicate as it would.
  */
 static void
-insert_rows(ApplyCtx *a)
+insert_direct(Oid relid, Tuplestorestate *ts)
 {
-	char	   *sql;
-	StringInfoData cols;
-	int			i;
-	Oid			relid = a->flow->target;
-	List	   *deferred;
-
-	if (a->ntins == 0)
-		return;
-	initStringInfo(&cols);
-	for (i = 0; i < a->tdesc->natts; i++)
-		if (a->tmap[i] != TMAP_NONE)
-			appendStringInfo(&cols, "%s%s", cols.len ? ", " : "",
-							 quote_identifier(NameStr(TupleDescAttr(a->tdesc, i)->attname)));
-	batch_set(BATCH_ROWS, a->tins, a->tdesc, a->ttype, a->ntins, 1);	/* the INSERT frees it */
-	sql = psprintf("INSERT INTO %s (%s) SELECT %s FROM autocdc_internal._rows(NULL::%s)",
-				   qualified_relname(relid), cols.data, cols.data, format_type_be_qualified(a->ttype));
-	deferred = storage_bulk_begin(relid, a->ntins, false);
-	if (SPI_execute(sql, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "could not insert rows into %s", qualified_relname(relid));
-	storage_bulk_end(relid, deferred);
-	batch_set(BATCH_ROWS, NULL, NULL, InvalidOid, 0, 0);
-}
-
-/*
- * Insert the rows of the hidden state's tuplestore directly, a page's worth
- * of rows per WAL record (heap_multi_insert, as COPY does), then their index
- * entries: the state is autocdc's own table, with no triggers, rules or
- * constraints to honour, and a row per event made single inserts through
- * SQL a large part of a run.  A load that is large beside the state rebuilds
- * its indexes after the insert instead (storage_bulk_begin).
- */
-static void
-insert_state_rows(ApplyCtx *a)
-{
-#define STATE_INSERT_BATCH 1000
+#define DIRECT_INSERT_BATCH 1000
 	Relation	rel;
 	EState	   *estate;
 	ResultRelInfo *rri;
@@ -2199,28 +2173,24 @@ insert_state_rows(ApplyCtx *a)
 	bool		more = true;
 	MemoryContext batchcxt,
 				old;
-	List	   *deferred;
 
-	if (a->nsins == 0)
-		return;
-	deferred = storage_bulk_begin(a->staterel, a->nsins, true);
 	/* heap tuples made from the minimal-tuple slots, freed a batch at a time */
-	batchcxt = AllocSetContextCreate(CurrentMemoryContext, "autocdc state insert",
+	batchcxt = AllocSetContextCreate(CurrentMemoryContext, "autocdc direct insert",
 									 ALLOCSET_DEFAULT_SIZES);
-	rel = table_open(a->staterel, RowExclusiveLock);
+	rel = table_open(relid, RowExclusiveLock);
 	estate = CreateExecutorState();
 	rri = makeNode(ResultRelInfo);
 	InitResultRelInfo(rri, rel, 1, NULL, 0);
 	ExecOpenIndices(rri, false);
-	slots = palloc(sizeof(TupleTableSlot *) * STATE_INSERT_BATCH);
-	for (i = 0; i < STATE_INSERT_BATCH; i++)
+	slots = palloc(sizeof(TupleTableSlot *) * DIRECT_INSERT_BATCH);
+	for (i = 0; i < DIRECT_INSERT_BATCH; i++)
 		slots[i] = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsMinimalTuple);
 	while (more)
 	{
-		more = tuplestore_gettupleslot(a->sins, true, true, slots[n]);
+		more = tuplestore_gettupleslot(ts, true, true, slots[n]);
 		if (more)
 			n++;
-		if (n == STATE_INSERT_BATCH || (!more && n > 0))
+		if (n == DIRECT_INSERT_BATCH || (!more && n > 0))
 		{
 			old = MemoryContextSwitchTo(batchcxt);
 			table_multi_insert(rel, slots, n, cid, 0, NULL);
@@ -2236,15 +2206,131 @@ insert_state_rows(ApplyCtx *a)
 		}
 	}
 	MemoryContextDelete(batchcxt);
-	for (i = 0; i < STATE_INSERT_BATCH; i++)
+	for (i = 0; i < DIRECT_INSERT_BATCH; i++)
 		ExecDropSingleTupleTableSlot(slots[i]);
 	ExecCloseIndices(rri);
 	FreeExecutorState(estate);
 	table_close(rel, NoLock);
-	storage_bulk_end(a->staterel, deferred);
-	tuplestore_end(a->sins);
-	a->sins = NULL;
+	tuplestore_end(ts);
 	CommandCounterIncrement();
+}
+
+/*
+ * May the fold's rows go into the target directly (insert_direct) instead
+ * of through an INSERT?  When the INSERT would do nothing more than store
+ * them and their index entries: an ordinary table (not a partition, which
+ * checks its bound), with no triggers (foreign keys are triggers), rules,
+ * row security, check constraints or deferred or exclusion constraints,
+ * every column written by the flow (none takes a default or is
+ * generated), no row null where a column is NOT NULL, and the right to
+ * insert into it.
+ */
+static bool
+direct_insert_ok(ApplyCtx *a, Relation rel)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	List	   *indexes;
+	ListCell   *lc;
+	bool		ok = true;
+	int			i;
+
+	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relispartition ||
+		rel->trigdesc != NULL || rel->rd_rules != NULL || rel->rd_rel->relrowsecurity ||
+		(desc->constr != NULL && desc->constr->num_check > 0) ||
+		desc->natts != a->tdesc->natts ||
+		tablekind_citus(RelationGetRelid(rel)) != NULL ||
+		pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), ACL_INSERT) != ACLCHECK_OK)
+		return false;
+	for (i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (att->attisdropped)
+			continue;
+		if (a->tmap[i] == TMAP_NONE || att->attgenerated != '\0' ||
+			(att->attnotnull && a->tins_null[i]))
+			return false;
+	}
+	indexes = RelationGetIndexList(rel);
+	foreach(lc, indexes)
+	{
+		Relation	ind = index_open(lfirst_oid(lc), AccessShareLock);
+
+		if (!ind->rd_index->indimmediate || ind->rd_index->indisexclusion)
+			ok = false;
+		index_close(ind, AccessShareLock);
+	}
+	list_free(indexes);
+	return ok;
+}
+
+/*
+ * Insert the fold's rows (a tuplestore of the target's row type) into the
+ * target: directly where an INSERT would only store them
+ * (direct_insert_ok); else through one, which names only the columns the
+ * flow writes, so that columns a user added to the target get their
+ * defaults (and generated columns their values) instead of NULL.  A large
+ * load into an empty target rebuilds its indexes after the insert instead
+ * (storage_bulk_begin).
+ */
+static void
+insert_rows(ApplyCtx *a)
+{
+	char	   *sql;
+	StringInfoData cols;
+	int			i;
+	Oid			relid = a->flow->target;
+	List	   *deferred;
+	Relation	rel;
+	bool		direct;
+
+	if (a->ntins == 0)
+		return;
+	deferred = storage_bulk_begin(relid, a->ntins, false);
+	rel = table_open(relid, RowExclusiveLock);
+	direct = !a->distributed && direct_insert_ok(a, rel);
+	table_close(rel, NoLock);
+	if (direct)
+	{
+		elog(DEBUG1, "autocdc: flow \"%s\": " INT64_FORMAT " rows go into the target directly",
+			 a->flow->name, a->ntins);
+		insert_direct(relid, a->tins);
+		a->tins = NULL;
+		storage_bulk_end(relid, deferred);
+		return;
+	}
+	initStringInfo(&cols);
+	for (i = 0; i < a->tdesc->natts; i++)
+		if (a->tmap[i] != TMAP_NONE)
+			appendStringInfo(&cols, "%s%s", cols.len ? ", " : "",
+							 quote_identifier(NameStr(TupleDescAttr(a->tdesc, i)->attname)));
+	batch_set(BATCH_ROWS, a->tins, a->tdesc, a->ttype, a->ntins, 1);	/* the INSERT frees it */
+	sql = psprintf("INSERT INTO %s (%s) SELECT %s FROM autocdc_internal._rows(NULL::%s)",
+				   qualified_relname(relid), cols.data, cols.data, format_type_be_qualified(a->ttype));
+	if (SPI_execute(sql, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not insert rows into %s", qualified_relname(relid));
+	storage_bulk_end(relid, deferred);
+	batch_set(BATCH_ROWS, NULL, NULL, InvalidOid, 0, 0);
+}
+
+/*
+ * Insert the rows of the hidden state's tuplestore directly
+ * (insert_direct): the state is autocdc's own table, with no triggers,
+ * rules or constraints to honour, and a row per event made single inserts
+ * through SQL a large part of a run.  A load that is large beside the
+ * state rebuilds its indexes after the insert instead (storage_bulk_begin).
+ */
+static void
+insert_state_rows(ApplyCtx *a)
+{
+	List	   *deferred;
+
+	if (a->nsins == 0)
+		return;
+	deferred = storage_bulk_begin(a->staterel, a->nsins, true);
+	insert_direct(a->staterel, a->sins);
+	a->sins = NULL;
+	storage_bulk_end(a->staterel, deferred);
 }
 
 /*
