@@ -250,6 +250,7 @@ key_ref_equal(ApplyCtx *a, KeyRef x, KeyRef y)
 		return x.first == y.first;
 	return key_equal(a, x.vals, y.vals);
 }
+
 static bool sort_entries(ApplyCtx *a, struct KeyEntry **entries, int64 n);
 static bool small_beside_keys(ApplyCtx *a);
 
@@ -2282,13 +2283,16 @@ insert_rows(ApplyCtx *a)
 	Oid			relid = a->flow->target;
 	List	   *deferred;
 	Relation	rel;
-	bool		direct;
+	bool		direct,
+				rules;
+	int			rc;
 
 	if (a->ntins == 0)
 		return;
 	deferred = storage_bulk_begin(relid, a->ntins, false);
 	rel = table_open(relid, RowExclusiveLock);
 	direct = !a->distributed && direct_insert_ok(a, rel);
+	rules = rel->rd_rules != NULL;
 	table_close(rel, NoLock);
 	if (direct)
 	{
@@ -2304,13 +2308,22 @@ insert_rows(ApplyCtx *a)
 		if (a->tmap[i] != TMAP_NONE)
 			appendStringInfo(&cols, "%s%s", cols.len ? ", " : "",
 							 quote_identifier(NameStr(TupleDescAttr(a->tdesc, i)->attname)));
-	batch_set(BATCH_ROWS, a->tins, a->tdesc, a->ttype, a->ntins, 1);	/* the INSERT frees it */
+
+	/*
+	 * The INSERT frees the rows.  The target's rules add queries that read
+	 * them too, as many as their actions (and the rules on those actions'
+	 * tables) make: then each reads a copy, and the rows are freed here.
+	 * The last of those queries need not be an INSERT.
+	 */
+	batch_set(BATCH_ROWS, a->tins, a->tdesc, a->ttype, a->ntins, rules ? INT_MAX : 1);
 	sql = psprintf("INSERT INTO %s (%s) SELECT %s FROM autocdc_internal._rows(NULL::%s)",
 				   qualified_relname(relid), cols.data, cols.data, format_type_be_qualified(a->ttype));
-	if (SPI_execute(sql, false, 0) != SPI_OK_INSERT)
+	rc = SPI_execute(sql, false, 0);
+	if (rc < 0 || (rc != SPI_OK_INSERT && !rules))
 		elog(ERROR, "could not insert rows into %s", qualified_relname(relid));
 	storage_bulk_end(relid, deferred);
-	batch_set(BATCH_ROWS, NULL, NULL, InvalidOid, 0, 0);
+	batch_end(BATCH_ROWS);
+	a->tins = NULL;
 }
 
 /*

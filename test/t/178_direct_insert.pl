@@ -2,13 +2,15 @@
 # How a run's rows reach its target (docs/internals.md, "The engine"): an
 # ordinary table on which an INSERT would only store them and their index
 # entries takes them directly, a page per WAL record; a target with
-# anything more (a trigger, row security, a check constraint, a deferrable
-# or exclusion constraint, a column the flow does not write, a null bound
-# for a NOT NULL column, partitions; rules too) gets an INSERT, which does
-# it.  Each run's path is read off its DEBUG1 line, and what the INSERT
-# would have done is checked either way: the rows, the indexes (unique,
+# anything more (a trigger, a rule, row security, a check constraint, a
+# deferrable or exclusion constraint, a column the flow does not write, a
+# null bound for a NOT NULL column, partitions) gets an INSERT, which does
+# it.  Rules add queries that read the rows too (which failed the run
+# before they were given copies), the last of them not always an INSERT.
+# Each run's path is read off its DEBUG1 line, and what the INSERT would
+# have done is checked either way: the rows, the indexes (unique,
 # expression, partial) finding them, a duplicate refused with nothing
-# applied, a flow reading the target as its source seeing every row.
+# applied, a flow reading the target's changes seeing every row.
 
 use strict;
 use warnings;
@@ -129,6 +131,12 @@ my @insert = (
 		  $$BEGIN INSERT INTO public.trig_seen VALUES (NEW.id); RETURN NEW; END$$;
 		CREATE TRIGGER trig_t AFTER INSERT ON trig FOR EACH ROW EXECUTE FUNCTION trig_f();
 	}, 'a trigger', q{SELECT count(*) FROM trig_seen}, '20'],
+	['rul', q{
+		CREATE TABLE rul (id int PRIMARY KEY, v text);
+		CREATE TABLE rul_seen (id int);
+		CREATE RULE rul_r AS ON INSERT TO rul DO ALSO INSERT INTO rul_seen VALUES (NEW.id);
+		CREATE RULE rul_n AS ON INSERT TO rul DO ALSO NOTIFY rul_chan;
+	}, 'rules', q{SELECT (SELECT count(*) FROM rul_seen) + (SELECT count(*) FROM rul)}, '40'],
 	['chk', q{CREATE TABLE chk (id int PRIMARY KEY, v text CHECK (v <> 'bad'))},
 		'a check constraint', q{SELECT count(*) FROM chk}, '20'],
 	['dflt', q{
