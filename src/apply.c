@@ -215,17 +215,6 @@ typedef struct KeyEntry
 } KeyEntry;
 
 /*
- * A key as the touched-keys hash holds it: its values, and beside them the
- * first, so that a probe whose key is equal exactly when that Datum is
- * (keys_by_image) finds a single-column key without reading the entry.
- */
-typedef struct KeyRef
-{
-	Datum		first;
-	Datum	   *vals;
-} KeyRef;
-
-/*
  * A slot of the touched-keys hash (simplehash: open addressing, the hash
  * stored beside the key, so that a probe reads one slot and compares the
  * key only when the hashes agree).  Slots move as the table fills; the
@@ -233,7 +222,7 @@ typedef struct KeyRef
  */
 typedef struct KeySlot
 {
-	KeyRef		key;			/* entry->keyvals, the first beside them */
+	Datum	   *keyvals;		/* entry->keyvals */
 	KeyEntry   *entry;
 	uint32		hash;
 	char		status;
@@ -241,25 +230,15 @@ typedef struct KeySlot
 
 static uint32 key_hash(ApplyCtx *a, Datum *vals);
 static bool key_equal(ApplyCtx *a, Datum *v1, Datum *v2);
-
-/* Are two keys of the touched-keys hash equal? */
-static inline bool
-key_ref_equal(ApplyCtx *a, KeyRef x, KeyRef y)
-{
-	if (a->keyimage && (x.first != y.first || a->c.nkeys == 1))
-		return x.first == y.first;
-	return key_equal(a, x.vals, y.vals);
-}
-
 static bool sort_entries(ApplyCtx *a, struct KeyEntry **entries, int64 n);
 static bool small_beside_keys(ApplyCtx *a);
 
 #define SH_PREFIX keyhash
 #define SH_ELEMENT_TYPE KeySlot
-#define SH_KEY_TYPE KeyRef
-#define SH_KEY key
-#define SH_HASH_KEY(tb, key) key_hash((ApplyCtx *) (tb)->private_data, (key).vals)
-#define SH_EQUAL(tb, a, b) key_ref_equal((ApplyCtx *) (tb)->private_data, a, b)
+#define SH_KEY_TYPE Datum *
+#define SH_KEY keyvals
+#define SH_HASH_KEY(tb, key) key_hash((ApplyCtx *) (tb)->private_data, key)
+#define SH_EQUAL(tb, a, b) key_equal((ApplyCtx *) (tb)->private_data, a, b)
 #define SH_STORE_HASH
 #define SH_GET_HASH(tb, a) a->hash
 #define SH_SCOPE static inline
@@ -672,7 +651,7 @@ keys_add(ApplyCtx *a, Datum *values, bool *nulls)
 
 	for (k = 0; k < a->c.nkeys; k++)
 		probe[k] = values[a->c.keyidx[k]];
-	slot = keyhash_insert(a->keyhash, (KeyRef) {probe[0], probe}, &found);
+	slot = keyhash_insert(a->keyhash, probe, &found);
 	if (!found)
 	{
 		MemoryContext old = MemoryContextSwitchTo(a->tupcxt);
@@ -686,8 +665,7 @@ keys_add(ApplyCtx *a, Datum *values, bool *nulls)
 
 			entry->keyvals[k] = datumCopy(probe[k], att->attbyval, att->attlen);
 		}
-		slot->key.first = entry->keyvals[0];
-		slot->key.vals = entry->keyvals;
+		slot->keyvals = entry->keyvals;
 		slot->entry = entry;
 		MemoryContextSwitchTo(a->keycxt);
 		if ((a->nkeys_distinct & (a->nkeys_distinct - 1)) == 0)
@@ -2014,7 +1992,7 @@ fold_group(FoldScan *fs)
 	}
 	for (k = 0; k < a->c.nkeys; k++)
 		probe[k] = fs->group[0]->vals[a->c.keyidx[k]];
-	slot = keyhash_lookup(a->keyhash, (KeyRef) {probe[0], probe});
+	slot = keyhash_lookup(a->keyhash, probe);
 	if (slot == NULL && a->unjoined)
 		return;					/* a key the batch does not touch */
 	if (slot == NULL)
