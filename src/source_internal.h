@@ -95,6 +95,8 @@ typedef struct DecodeState
 	bool		last_valid;		/* record_action's answer for last_node */
 	compat_RelFileLocator last_node;
 	int			last_action;
+	struct FilterNode *node_cache;	/* the nodes entry of node_cache_file */
+	compat_RelFileLocator node_cache_file;
 	int64		evict_after;	/* a table's changes that evict its flows, 0: never */
 	MemoryContext cxt;			/* reset after each change */
 	MemoryContext relcxt;		/* the relation maps */

@@ -96,6 +96,29 @@ heap_record_file(XLogReaderState *r, compat_RelFileLocator *rnode)
 }
 
 /*
+ * The filter's entry for a relation file, or NULL.  The last one found is
+ * kept: a long transaction writes one file record after record, each
+ * looked up twice (walfilter_record_action, filter_change).  Entries are
+ * never removed, so the pointer stays valid for the pass.
+ */
+static FilterNode *
+find_node(DecodeState *st, compat_RelFileLocator *rnode)
+{
+	FilterNode *fn;
+
+	if (st->node_cache != NULL &&
+		memcmp(rnode, &st->node_cache_file, sizeof(*rnode)) == 0)
+		return st->node_cache;
+	fn = hash_search(st->nodes, rnode, HASH_FIND, NULL);
+	if (fn != NULL)
+	{
+		st->node_cache = fn;
+		st->node_cache_file = *rnode;
+	}
+	return fn;
+}
+
+/*
  * Whether the change record being decoded is to be dropped before it is
  * buffered: it changes a file the filter does not name (when it drops
  * those), or a table whose flows this very record evicts from the pass;
@@ -111,7 +134,7 @@ filter_change(DecodeState *st, XLogReaderState *r)
 
 	if (!heap_record_file(r, &rnode))
 		return false;
-	fn = hash_search(st->nodes, &rnode, HASH_FIND, NULL);
+	fn = find_node(st, &rnode);
 	if (fn == NULL)
 		return st->drop_unknown;
 	if (fn->wanted && st->evict_after > 0 && ++fn->queued > st->evict_after)
@@ -187,7 +210,7 @@ walfilter_record_action(DecodeState *st, XLogReaderState *r)
 	/* a long transaction writes one file record after record */
 	if (st->last_valid && memcmp(&rnode, &st->last_node, sizeof(rnode)) == 0)
 		return (RecordAction) st->last_action;
-	fn = hash_search(st->nodes, &rnode, HASH_FIND, NULL);
+	fn = find_node(st, &rnode);
 	if (fn != NULL)
 	{
 		RecordAction act = !fn->skip ? RECORD_DECODE : fn->known ? RECORD_KNOW : RECORD_SKIP;
@@ -324,6 +347,7 @@ walfilter_build(DecodeState *st)
 	hctl.hcxt = st->cxt_filter;
 	st->nodes = hash_create("autocdc decode filter", 64, &hctl,
 							HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	st->node_cache = NULL;
 	hctl.entrysize = sizeof(UnknownNode);
 	st->unknown = hash_create("autocdc files not in the filter", 64, &hctl,
 							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
