@@ -567,6 +567,24 @@ SELECT 'autocdc_state.target_' || t.id AS ord_state
 SELECT count(*) AS state_out_of_order FROM (
   SELECT (id, code) < lag((id, code)) OVER (ORDER BY ctid) AS back FROM :ord_state) o WHERE back;
 
+-- the same with one key column of a type whose ordering compares integers
+-- (bigint, int, date, timestamp: sorted by an inline comparison), negative
+-- values included
+CREATE TABLE s1_ord1_feed (i8 bigint, i4 int, d date, ts timestamp, v int, seq int);
+SELECT autocdc.create_flow('s1_ord_' || k, 's1_ord1_feed', ARRAY[k], sequence_by => 'seq',
+	column_list => ARRAY[k, 'v'], continuous => false)
+  FROM unnest('{i8,i4,d,ts}'::text[]) k;
+INSERT INTO s1_ord1_feed
+SELECT x * 100000000000, x, date '2000-01-01' + x * 1000, timestamp '2000-01-01' + x * interval '1 hour', g, g
+  FROM generate_series(1, 100) g, LATERAL (SELECT (g * 37) % 101 - 50 AS x) x;
+SELECT k, (SELECT num_upserted_rows FROM autocdc.run_flow('s1_ord_' || k))
+  FROM unnest('{i8,i4,d,ts}'::text[]) k;
+SELECT count(*) AS out_of_order FROM (
+  SELECT i8 < lag(i8) OVER (ORDER BY ctid) AS back FROM s1_ord_i8 UNION ALL
+  SELECT i4 < lag(i4) OVER (ORDER BY ctid) FROM s1_ord_i4 UNION ALL
+  SELECT d < lag(d) OVER (ORDER BY ctid) FROM s1_ord_d UNION ALL
+  SELECT ts < lag(ts) OVER (ORDER BY ctid) FROM s1_ord_ts) o WHERE back;
+
 -- keys named in another order than the columns, of different types, with
 -- more touched keys than autocdc.work_mem holds (they are then gathered
 -- through SQL, in the flow's key order): the target is the last event of
@@ -693,4 +711,4 @@ SELECT count(*) AS s1_flows_left FROM autocdc.flows WHERE name LIKE 's1\_%';
 DROP TABLE s1_ooo_feed, s1_tie_feed, s1_del_feed, s1_tr_feed, s1_null_feed, s1_cols_feed,
 	s1_inu_feed1, s1_inu_feed2, s1_inu_tr_feed, s1_row_feed, s1_once_src, s1_two_chg, s1_two_bf,
 	s1_met_feed, s1_auth_feed, s1_expr_feed, s1_shape_feed, s1_rep_feed1, s1_rep_feed2, s1_ord_feed,
-	s1_rev_feed, s1_keq_feed;
+	s1_rev_feed, s1_keq_feed, s1_ord1_feed;

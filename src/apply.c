@@ -2475,6 +2475,28 @@ typedef struct SortedEntry
 	KeyEntry   *entry;
 } SortedEntry;
 
+/*
+ * Sorts of entries of a one-column key whose ordering compares Datums as
+ * signed integers (the sort support of int8, int4, int2, dates,
+ * timestamps): the comparison inline instead of through two calls.
+ */
+#define ST_SORT sort_entries_signed
+#define ST_ELEMENT_TYPE SortedEntry
+#define ST_COMPARE(x, y) \
+	((int64) (x)->first < (int64) (y)->first ? -1 : (int64) (x)->first > (int64) (y)->first)
+#define ST_SCOPE static
+#define ST_DEFINE
+#include "lib/sort_template.h"
+
+#define ST_SORT sort_entries_int32
+#define ST_ELEMENT_TYPE SortedEntry
+#define ST_COMPARE(x, y) \
+	(DatumGetInt32((x)->first) < DatumGetInt32((y)->first) ? -1 : \
+	 DatumGetInt32((x)->first) > DatumGetInt32((y)->first))
+#define ST_SCOPE static
+#define ST_DEFINE
+#include "lib/sort_template.h"
+
 /* qsort_arg callback: order two keyhash entries by their key values. */
 static int
 entry_compare(const void *x, const void *y, void *arg)
@@ -2534,7 +2556,13 @@ sort_entries(ApplyCtx *a, KeyEntry **entries, int64 n)
 		sorted[e].first = entries[e]->keyvals[0];
 		sorted[e].entry = entries[e];
 	}
-	qsort_arg(sorted, n, sizeof(SortedEntry), entry_compare, &es);
+	if (es.nkeys == 1 && es.ssup[0].comparator == ssup_datum_signed_cmp && !es.ssup[0].ssup_reverse)
+		sort_entries_signed(sorted, n);
+	else if (es.nkeys == 1 && es.ssup[0].comparator == ssup_datum_int32_cmp &&
+			 !es.ssup[0].ssup_reverse)
+		sort_entries_int32(sorted, n);
+	else
+		qsort_arg(sorted, n, sizeof(SortedEntry), entry_compare, &es);
 	for (e = 0; e < n; e++)
 		entries[e] = sorted[e].entry;
 	pfree(sorted);
