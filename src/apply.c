@@ -142,6 +142,10 @@ typedef struct ApplyCtx
 								 * a null there */
 	Tuplestorestate *sins;
 	int64		nsins;
+	HeapTuple  *sinstups;		/* more state rows: new events' own tuples,
+								 * held by the keyhash's entries */
+	int64		nsinstups,
+				maxsinstups;
 	RowRef	   *tdel;
 	int			ntdel,
 				maxtdel;
@@ -1440,7 +1444,20 @@ keep_event(ApplyCtx *a, Ev *e)
 		a->ntruncins++;
 		return;
 	}
-	if (e->tup)
+	if (e->tup && !a->distributed)
+	{
+		/* the entry's tuple itself, inserted directly (insert_state_rows) */
+		if (a->nsinstups == a->maxsinstups)
+		{
+			a->maxsinstups = Max(1024, a->maxsinstups * 2);
+			a->sinstups = a->sinstups
+				? repalloc_huge(a->sinstups, sizeof(HeapTuple) * a->maxsinstups)
+				: MemoryContextAllocHuge(a->cxt, sizeof(HeapTuple) * a->maxsinstups);
+		}
+		a->sinstups[a->nsinstups++] = e->tup;
+		e->tupkept = true;
+	}
+	else if (e->tup)
 		tuplestore_puttuple(a->sins, e->tup);
 	else
 		put_state_row(a, a->sins, e->vals, e->nulls, e->wlist, e->seq, e->lsn, e->ord, e->kind,
@@ -1966,8 +1983,10 @@ fold_entry(FoldScan *fs, KeyEntry *entry)
 	if (fs->ngroup - first > 1)
 		qsort_arg(fs->group + first, fs->ngroup - first, sizeof(Ev *), fold_qsort_events, &a->c);
 	fold_key(a, fs->group, fs->ngroup);
-	for (j = 0; j < entry->nevs; j++)
-		heap_freetuple(entry->evs[j]);
+	/* the events the hidden state keeps stay until the write */
+	for (j = first; j < fs->ngroup; j++)
+		if (fs->group[j]->src == EV_NEW && !fs->group[j]->tupkept)
+			heap_freetuple(fs->group[j]->tup);
 	entry->nevs = 0;
 	entry->last = NULL;
 	entry->done = true;
@@ -2132,14 +2151,37 @@ delete_rows(RowRef *rows, int n)
 }
 
 /*
- * Insert the rows of a tuplestore (of rel's row type) into rel directly, a
- * page's worth of rows per WAL record (heap_multi_insert, as COPY does),
- * then their index entries, and end the tuplestore.  Only for a table with
- * nothing an INSERT would run beside (direct_insert_ok); a unique index
- * still refuses a duplicate as it would.
+ * Insert a batch of n rows (insert_direct): the heap a page's worth of
+ * rows per WAL record (heap_multi_insert, as COPY does), then their index
+ * entries; the slots are cleared.
  */
 static void
-insert_direct(Oid relid, Tuplestorestate *ts)
+insert_batch(Relation rel, ResultRelInfo *rri, EState *estate, TupleTableSlot **slots, int n,
+			 CommandId cid, MemoryContext batchcxt)
+{
+	MemoryContext old = MemoryContextSwitchTo(batchcxt);
+	int			i;
+
+	table_multi_insert(rel, slots, n, cid, 0, NULL);
+	for (i = 0; i < n; i++)
+	{
+		ResetPerTupleExprContext(estate);
+		(void) compat_ExecInsertIndexTuples(rri, slots[i], estate);
+		ExecClearTuple(slots[i]);
+	}
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(batchcxt);
+}
+
+/*
+ * Insert rows of rel's row type into rel directly: ntups heap tuples
+ * (each freed once inserted) and the rows of a tuplestore (which is
+ * ended), if not NULL.  Only for a table with nothing an INSERT would run beside
+ * (direct_insert_ok); a unique index still refuses a duplicate as it
+ * would.
+ */
+static void
+insert_direct(Oid relid, HeapTuple *tups, int64 ntups, Tuplestorestate *ts)
 {
 #define DIRECT_INSERT_BATCH 1000
 	Relation	rel;
@@ -2149,11 +2191,10 @@ insert_direct(Oid relid, Tuplestorestate *ts)
 	CommandId	cid = GetCurrentCommandId(true);
 	int			n = 0,
 				i;
-	bool		more = true;
-	MemoryContext batchcxt,
-				old;
+	int64		t;
+	MemoryContext batchcxt;
 
-	/* heap tuples made from the minimal-tuple slots, freed a batch at a time */
+	/* heap tuples made from the slots' rows, freed a batch at a time */
 	batchcxt = AllocSetContextCreate(CurrentMemoryContext, "autocdc direct insert",
 									 ALLOCSET_DEFAULT_SIZES);
 	rel = table_open(relid, RowExclusiveLock);
@@ -2162,35 +2203,48 @@ insert_direct(Oid relid, Tuplestorestate *ts)
 	InitResultRelInfo(rri, rel, 1, NULL, 0);
 	ExecOpenIndices(rri, false);
 	slots = palloc(sizeof(TupleTableSlot *) * DIRECT_INSERT_BATCH);
+
+	/* the tuples, handed to heap-tuple slots: inserted as they are */
 	for (i = 0; i < DIRECT_INSERT_BATCH; i++)
-		slots[i] = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsMinimalTuple);
-	while (more)
+		slots[i] = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
+	for (t = 0; t < ntups; t++)
 	{
-		more = tuplestore_gettupleslot(ts, true, true, slots[n]);
-		if (more)
-			n++;
-		if (n == DIRECT_INSERT_BATCH || (!more && n > 0))
+		ExecStoreHeapTuple(tups[t], slots[n++], true);
+		if (n == DIRECT_INSERT_BATCH || t == ntups - 1)
 		{
-			old = MemoryContextSwitchTo(batchcxt);
-			table_multi_insert(rel, slots, n, cid, 0, NULL);
-			for (i = 0; i < n; i++)
-			{
-				ResetPerTupleExprContext(estate);
-				(void) compat_ExecInsertIndexTuples(rri, slots[i], estate);
-				ExecClearTuple(slots[i]);
-			}
-			MemoryContextSwitchTo(old);
-			MemoryContextReset(batchcxt);
+			insert_batch(rel, rri, estate, slots, n, cid, batchcxt);
 			n = 0;
 		}
 	}
-	MemoryContextDelete(batchcxt);
 	for (i = 0; i < DIRECT_INSERT_BATCH; i++)
 		ExecDropSingleTupleTableSlot(slots[i]);
+
+	/* the tuplestore's rows */
+	if (ts != NULL)
+	{
+		bool		more = true;
+
+		for (i = 0; i < DIRECT_INSERT_BATCH; i++)
+			slots[i] = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsMinimalTuple);
+		while (more)
+		{
+			more = tuplestore_gettupleslot(ts, true, true, slots[n]);
+			if (more)
+				n++;
+			if (n == DIRECT_INSERT_BATCH || (!more && n > 0))
+			{
+				insert_batch(rel, rri, estate, slots, n, cid, batchcxt);
+				n = 0;
+			}
+		}
+		for (i = 0; i < DIRECT_INSERT_BATCH; i++)
+			ExecDropSingleTupleTableSlot(slots[i]);
+		tuplestore_end(ts);
+	}
+	MemoryContextDelete(batchcxt);
 	ExecCloseIndices(rri);
 	FreeExecutorState(estate);
 	table_close(rel, NoLock);
-	tuplestore_end(ts);
 	CommandCounterIncrement();
 }
 
@@ -2276,7 +2330,7 @@ insert_rows(ApplyCtx *a)
 	{
 		elog(DEBUG1, "autocdc: flow \"%s\": " INT64_FORMAT " rows go into the target directly",
 			 a->flow->name, a->ntins);
-		insert_direct(relid, a->tins);
+		insert_direct(relid, NULL, 0, a->tins);
 		a->tins = NULL;
 		storage_bulk_end(relid, deferred);
 		return;
@@ -2305,11 +2359,13 @@ insert_rows(ApplyCtx *a)
 }
 
 /*
- * Insert the rows of the hidden state's tuplestore directly
- * (insert_direct): the state is autocdc's own table, with no triggers,
- * rules or constraints to honour, and a row per event made single inserts
- * through SQL a large part of a run.  A load that is large beside the
- * state rebuilds its indexes after the insert instead (storage_bulk_begin).
+ * Insert the hidden state's new rows directly (insert_direct): the state
+ * is autocdc's own table, with no triggers, rules or constraints to
+ * honour, and a row per event made single inserts through SQL a large part
+ * of a run.  The events the keyhash held go in as the tuples it held them
+ * in (keep_event), the others from the tuplestore.  A load that is large
+ * beside the state rebuilds its indexes after the insert instead
+ * (storage_bulk_begin).
  */
 static void
 insert_state_rows(ApplyCtx *a)
@@ -2319,8 +2375,9 @@ insert_state_rows(ApplyCtx *a)
 	if (a->nsins == 0)
 		return;
 	deferred = storage_bulk_begin(a->staterel, a->nsins, true);
-	insert_direct(a->staterel, a->sins);
+	insert_direct(a->staterel, a->sinstups, a->nsinstups, a->sins);
 	a->sins = NULL;
+	a->nsinstups = 0;
 	storage_bulk_end(a->staterel, deferred);
 }
 

@@ -83,6 +83,8 @@ typedef struct Ev
 								 * state, or 0 */
 	bool		dead;			/* a tie loser */
 	HeapTuple	tup;			/* a new event's state row, when formed */
+	bool		tupkept;		/* tup goes into the hidden state as it is:
+								 * not to be freed before the write */
 } Ev;
 
 /* A row of the target computed by a fold. */
