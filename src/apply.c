@@ -1935,16 +1935,23 @@ group_add(FoldScan *fs, Ev *e)
 static Ev *
 event_from_state(ApplyCtx *a, HeapTuple tup)
 {
-	Ev		   *e = palloc0(sizeof(Ev));
-	Datum	   *values = palloc(sizeof(Datum) * a->sdesc->natts);
-	bool	   *nulls = palloc(sizeof(bool) * a->sdesc->natts);
+	int			natts = a->sdesc->natts;
+	int			ndata = a->c.ndata;
+	Ev		   *e;
+	Datum	   *values;
+	bool	   *nulls;
 	int			i;
 
+	/* one allocation per event: a large batch folds one key after another */
+	e = palloc0(MAXALIGN(sizeof(Ev)) + sizeof(Datum) * (natts + ndata) +
+				sizeof(bool) * (natts + ndata));
+	values = (Datum *) ((char *) e + MAXALIGN(sizeof(Ev)));
+	e->vals = values + natts;
+	nulls = (bool *) (e->vals + ndata);
+	e->nulls = nulls + natts;
 	heap_deform_tuple(tup, a->sdesc, values, nulls);
 	e->src = EV_NEW;
 	e->tup = tup;
-	e->vals = palloc(sizeof(Datum) * a->c.ndata);
-	e->nulls = palloc(sizeof(bool) * a->c.ndata);
 	for (i = 0; i < a->c.ndata; i++)
 	{
 		e->vals[i] = values[a->dattno[i]];

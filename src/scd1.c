@@ -34,10 +34,15 @@ scd1_fold(FoldCols *c, Ev **evs, int n, OutRow **outp, Ev **last)
 {
 	OutRow	   *out;
 	bool		present = false;
-	Datum	   *vals = palloc0(sizeof(Datum) * c->ndata);
-	bool	   *nulls = palloc(sizeof(bool) * c->ndata);
+	Datum	   *vals;
+	bool	   *nulls;
 	int			i,
 				j;
+
+	/* the row and its arrays in one allocation */
+	out = palloc0(MAXALIGN(sizeof(OutRow)) + (sizeof(Datum) + sizeof(bool)) * c->ndata);
+	vals = (Datum *) ((char *) out + MAXALIGN(sizeof(OutRow)));
+	nulls = (bool *) (vals + c->ndata);
 
 	*last = NULL;
 	for (j = 0; j < c->ndata; j++)
@@ -70,7 +75,7 @@ scd1_fold(FoldCols *c, Ev **evs, int n, OutRow **outp, Ev **last)
 	}
 	if (!present)
 		return 0;
-	*outp = out = palloc0(sizeof(OutRow));
+	*outp = out;
 	out[0].vals = vals;
 	out[0].nulls = nulls;
 	return 1;
