@@ -1796,6 +1796,53 @@ keys_store(ApplyCtx *a)
 	return ts;
 }
 
+/* touched keys below which keys_bound's two lookups do not pay */
+#define KEYS_BOUND_MIN_KEYS 1000
+
+/*
+ * The greatest key the target and the hidden state hold (*bound; *none
+ * when both are empty), for a key of one column whose Datums compare as
+ * signed integers (bigint, integer, smallint, date, timestamps): a touched
+ * key beyond it is in neither, and the fold's query need not probe for it
+ * (new keys of a sequence all lie beyond it).  false when the key is of
+ * another type, the target is distributed, or too few keys are touched for
+ * the two index lookups to pay.
+ */
+static bool
+keys_bound(ApplyCtx *a, Datum *bound, bool *none)
+{
+	int			i = a->c.keyidx[0];
+	Oid			typid = a->c.dtypes[i];
+	const char *col = quote_identifier(a->c.dnames[i]);
+	const char *from[2];
+	int			t;
+
+	if (a->c.nkeys != 1 || a->distributed || a->nkeys_distinct < KEYS_BOUND_MIN_KEYS ||
+		(typid != INT2OID && typid != INT4OID && typid != INT8OID && typid != DATEOID &&
+		 typid != TIMESTAMPOID && typid != TIMESTAMPTZOID))
+		return false;
+	from[0] = table_rows(a->flow->target);
+	from[1] = psprintf("ONLY %s", qualified_relname(a->staterel));
+	*none = true;
+	for (t = 0; t < 2; t++)
+	{
+		bool		isnull;
+		Datum		d;
+
+		if (SPI_execute(psprintf("SELECT pg_catalog.max(x.%s) FROM %s x", col, from[t]), true,
+						1) != SPI_OK_SELECT || SPI_processed != 1)
+			elog(ERROR, "could not read the greatest key of %s", from[t]);
+		/* (a target column of another type than the state's: no bound) */
+		if (SPI_gettypeid(SPI_tuptable->tupdesc, 1) != typid)
+			return false;
+		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		if (!isnull && (*none || (int64) d > (int64) *bound))
+			*bound = d;
+		*none = *none && isnull;
+	}
+	return true;
+}
+
 /*
  * Collect the distinct keys of the run's events into a tuplestore exposed
  * as autocdc_internal._keys(), and return the join clause restricting a scan "x" to
@@ -1836,6 +1883,9 @@ touched_keys_join(ApplyCtx *a)
 	{
 		bool		knulls[INDEX_MAX_KEYS];
 		int64		e;
+		bool		bounded,
+					none = false;
+		Datum		bound = (Datum) 0;
 
 		/*
 		 * Gathered while classifying.  In key order, so that the index
@@ -1862,11 +1912,22 @@ touched_keys_join(ApplyCtx *a)
 			a->unjoined = true;
 			return "";
 		}
+		bounded = keys_bound(a, &bound, &none);
 		ts = keys_store(a);
 		memset(knulls, 0, sizeof(knulls));
 		for (e = 0; e < a->nkeys_distinct; e++)
+		{
+			/* (folded afterwards, as keys met nowhere: fold_all) */
+			if (bounded && (none || (int64) a->entries[e]->keyvals[0] > (int64) bound))
+				continue;
 			tuplestore_putvalues(ts, a->keydesc, a->entries[e]->keyvals, knulls);
-		batch_set(BATCH_KEYS, ts, a->keydesc, InvalidOid, a->nkeys_distinct, 2);
+			n++;
+		}
+		if (bounded)
+			elog(DEBUG1, "autocdc: flow \"%s\": " INT64_FORMAT " of " INT64_FORMAT
+				 " touched keys lie beyond the greatest key of the target and the hidden state",
+				 a->flow->name, a->nkeys_distinct - n, a->nkeys_distinct);
+		batch_set(BATCH_KEYS, ts, a->keydesc, InvalidOid, n, 2);
 		return psprintf(" JOIN autocdc_internal._keys() AS k(%s) ON %s", coldefs.data, cond.data);
 	}
 

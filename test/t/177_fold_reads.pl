@@ -35,8 +35,8 @@ $node->safe_psql($db, q{
 	SELECT autocdc.run_flow('part');
 });
 
-# run a flow with its DEBUG1 lines logged; whether it read target and state whole
-sub read_whole
+# run a flow with its DEBUG1 lines logged, returning them
+sub run_logged
 {
 	my ($flow) = @_;
 	my $offset = -s $node->logfile;
@@ -44,8 +44,22 @@ sub read_whole
 		SET log_min_messages = debug1;
 		SELECT autocdc.run_flow('$flow');
 	});
-	my $log = slurp_file($node->logfile, $offset);
-	return $log =~ /flow "$flow": the fold reads target and hidden state whole/ ? 1 : 0;
+	return slurp_file($node->logfile, $offset);
+}
+
+# run a flow; whether it read target and state whole
+sub read_whole
+{
+	my ($flow) = @_;
+	return run_logged($flow) =~ /flow "$flow": the fold reads target and hidden state whole/ ? 1 : 0;
+}
+
+# run a flow; "n of m" touched keys that lay beyond the greatest key of its
+# target and hidden state (not probed for), '' when it did not look
+sub beyond
+{
+	my ($flow) = @_;
+	return run_logged($flow) =~ /flow "$flow": (\d+ of \d+) touched keys lie beyond/ ? $1 : '';
 }
 
 # 1,000 new keys into an empty target: read whole
@@ -65,5 +79,35 @@ $node->safe_psql($db, q{INSERT INTO part_feed SELECT g * 7, 'flow', 1 FROM gener
 is(read_whole('part'), 0, 'a small batch into a large partitioned target is joined to its keys');
 is($node->safe_psql($db, q{SELECT v, count(*) FROM part GROUP BY v ORDER BY v}),
 	"flow|50\nuser|19950", 'the partitioned target has the batch\'s rows and keeps the others');
+
+# 1,200 keys of that target, 200 of them beyond its greatest key: only the
+# 1,000 others are probed for, and every key gets its row
+$node->safe_psql($db, q{
+	INSERT INTO part_feed SELECT g, 'flow2', 2 FROM generate_series(18801, 20000) g;
+	INSERT INTO part_feed SELECT g, 'flow2', 2 FROM generate_series(30001, 30200) g;
+});
+is(beyond('part'), '200 of 1400', 'keys beyond the greatest key of a partitioned target are not probed for');
+is($node->safe_psql($db, q{SELECT v, count(*), min(id), max(id) FROM part GROUP BY v ORDER BY v}),
+	"flow|50|7|350\nflow2|1400|18801|30200\nuser|18750|1|18800",
+	'keys probed for and keys beyond both get their rows');
+# fewer than 1,000 keys: no lookup of the greatest key
+$node->safe_psql($db, q{INSERT INTO part_feed VALUES (30500, 'flow3', 3)});
+is(beyond('part'), '', 'a batch of a few keys does not look up the greatest key');
+is($node->safe_psql($db, q{SELECT v FROM part WHERE id = 30500}), 'flow3', 'and its key gets its row');
+
+# a text key has no such bound: every touched key is probed for
+$node->safe_psql($db, q{
+	CREATE TABLE txt_feed (id text, v text, seq int);
+	SELECT autocdc.create_flow('txt', 'txt_feed', '{id}', 'seq', continuous => false);
+	INSERT INTO txt_feed SELECT lpad(g::text, 6, '0'), 'a', 1 FROM generate_series(1, 20000) g;
+	SELECT autocdc.run_flow('txt');
+	INSERT INTO txt_feed SELECT lpad(g::text, 6, '0'), 'b', 2 FROM generate_series(19001, 21000) g;
+});
+my $log = run_logged('txt');
+unlike($log, qr/touched keys lie beyond/, 'a text key is probed for whatever its value');
+unlike($log, qr/flow "txt": the fold reads target and hidden state whole/,
+	'the text-keyed run was joined to its keys');
+is($node->safe_psql($db, q{SELECT v, count(*) FROM txt GROUP BY v ORDER BY v}), "a|19000\nb|2000",
+	'the text-keyed target has every row');
 
 done_testing();
