@@ -92,9 +92,6 @@ typedef struct DecodeState
 	HTAB	   *unknown;		/* UnknownNode: files the filter does not name */
 	bool		drop_unknown;	/* drop the changes of files not in nodes */
 	List	   *sources;		/* every flow's source (any slot's) */
-	bool		last_valid;		/* record_action's answer for last_node */
-	compat_RelFileLocator last_node;
-	int			last_action;
 	struct FilterNode *node_cache;	/* the nodes entry of node_cache_file */
 	compat_RelFileLocator node_cache_file;
 	int64		evict_after;	/* a table's changes that evict its flows, 0: never */

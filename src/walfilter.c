@@ -207,23 +207,10 @@ walfilter_record_action(DecodeState *st, XLogReaderState *r)
 		return RECORD_SKIP;
 	if (!heap_record_file(r, &rnode))
 		return RECORD_DECODE;
-	/* a long transaction writes one file record after record */
-	if (st->last_valid && memcmp(&rnode, &st->last_node, sizeof(rnode)) == 0)
-		return (RecordAction) st->last_action;
+	/* (the answer follows the entry: eviction makes its records skipped) */
 	fn = find_node(st, &rnode);
 	if (fn != NULL)
-	{
-		RecordAction act = !fn->skip ? RECORD_DECODE : fn->known ? RECORD_KNOW : RECORD_SKIP;
-
-		/* (eviction makes a decoded file's records skipped: not cached) */
-		if (act != RECORD_DECODE)
-		{
-			st->last_node = rnode;
-			st->last_action = act;
-			st->last_valid = true;
-		}
-		return act;
-	}
+		return !fn->skip ? RECORD_DECODE : fn->known ? RECORD_KNOW : RECORD_SKIP;
 	if (compat_relfile_db(rnode) != MyDatabaseId)
 		return OidIsValid(compat_relfile_db(rnode)) ? RECORD_SKIP : RECORD_DECODE;	/* shared catalogs are decoded */
 	if (!st->drop_unknown)
