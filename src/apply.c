@@ -2273,19 +2273,22 @@ insert_direct(Oid relid, HeapTuple *tups, int64 ntups, Tuplestorestate *ts)
 	slots = palloc(sizeof(TupleTableSlot *) * DIRECT_INSERT_BATCH);
 
 	/* the tuples, handed to heap-tuple slots: inserted as they are */
-	for (i = 0; i < DIRECT_INSERT_BATCH; i++)
-		slots[i] = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
-	for (t = 0; t < ntups; t++)
+	if (ntups > 0)
 	{
-		ExecStoreHeapTuple(tups[t], slots[n++], true);
-		if (n == DIRECT_INSERT_BATCH || t == ntups - 1)
+		for (i = 0; i < DIRECT_INSERT_BATCH; i++)
+			slots[i] = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
+		for (t = 0; t < ntups; t++)
 		{
-			insert_batch(rel, rri, estate, slots, n, cid, batchcxt);
-			n = 0;
+			ExecStoreHeapTuple(tups[t], slots[n++], true);
+			if (n == DIRECT_INSERT_BATCH || t == ntups - 1)
+			{
+				insert_batch(rel, rri, estate, slots, n, cid, batchcxt);
+				n = 0;
+			}
 		}
+		for (i = 0; i < DIRECT_INSERT_BATCH; i++)
+			ExecDropSingleTupleTableSlot(slots[i]);
 	}
-	for (i = 0; i < DIRECT_INSERT_BATCH; i++)
-		ExecDropSingleTupleTableSlot(slots[i]);
 
 	/* the tuplestore's rows */
 	if (ts != NULL)
