@@ -1799,17 +1799,28 @@ keys_store(ApplyCtx *a)
 /* touched keys below which keys_bound's two lookups do not pay */
 #define KEYS_BOUND_MIN_KEYS 1000
 
+/* A key value of an integer, date or timestamp type (keys_bound) as an int64. */
+static int64
+key_int64(Datum d, Oid typid)
+{
+	if (typid == INT2OID)
+		return DatumGetInt16(d);
+	if (typid == INT4OID || typid == DATEOID)
+		return DatumGetInt32(d);
+	return DatumGetInt64(d);
+}
+
 /*
  * The greatest key the target and the hidden state hold (*bound; *none
- * when both are empty), for a key of one column whose Datums compare as
- * signed integers (bigint, integer, smallint, date, timestamps): a touched
- * key beyond it is in neither, and the fold's query need not probe for it
+ * when both are empty), for a key of one column of an integer, date or
+ * timestamp type (ordered as its value read as an integer): a touched key
+ * beyond it is in neither, and the fold's query need not probe for it
  * (new keys of a sequence all lie beyond it).  false when the key is of
  * another type, the target is distributed, or too few keys are touched for
  * the two index lookups to pay.
  */
 static bool
-keys_bound(ApplyCtx *a, Datum *bound, bool *none)
+keys_bound(ApplyCtx *a, int64 *bound, bool *none)
 {
 	int			i = a->c.keyidx[0];
 	Oid			typid = a->c.dtypes[i];
@@ -1822,7 +1833,7 @@ keys_bound(ApplyCtx *a, Datum *bound, bool *none)
 		 typid != TIMESTAMPOID && typid != TIMESTAMPTZOID))
 		return false;
 	from[0] = table_rows(a->flow->target);
-	from[1] = psprintf("ONLY %s", qualified_relname(a->staterel));
+	from[1] = table_rows(a->staterel);
 	*none = true;
 	for (t = 0; t < 2; t++)
 	{
@@ -1836,8 +1847,8 @@ keys_bound(ApplyCtx *a, Datum *bound, bool *none)
 		if (SPI_gettypeid(SPI_tuptable->tupdesc, 1) != typid)
 			return false;
 		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-		if (!isnull && (*none || (int64) d > (int64) *bound))
-			*bound = d;
+		if (!isnull && (*none || key_int64(d, typid) > *bound))
+			*bound = key_int64(d, typid);
 		*none = *none && isnull;
 	}
 	return true;
@@ -1885,7 +1896,7 @@ touched_keys_join(ApplyCtx *a)
 		int64		e;
 		bool		bounded,
 					none = false;
-		Datum		bound = (Datum) 0;
+		int64		bound = 0;
 
 		/*
 		 * Gathered while classifying.  In key order, so that the index
@@ -1918,7 +1929,8 @@ touched_keys_join(ApplyCtx *a)
 		for (e = 0; e < a->nkeys_distinct; e++)
 		{
 			/* (folded afterwards, as keys met nowhere: fold_all) */
-			if (bounded && (none || (int64) a->entries[e]->keyvals[0] > (int64) bound))
+			if (bounded && (none || key_int64(a->entries[e]->keyvals[0],
+											  a->c.dtypes[a->c.keyidx[0]]) > bound))
 				continue;
 			tuplestore_putvalues(ts, a->keydesc, a->entries[e]->keyvals, knulls);
 			n++;

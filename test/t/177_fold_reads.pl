@@ -95,6 +95,20 @@ $node->safe_psql($db, q{INSERT INTO part_feed VALUES (30500, 'flow3', 3)});
 is(beyond('part'), '', 'a batch of a few keys does not look up the greatest key');
 is($node->safe_psql($db, q{SELECT v FROM part WHERE id = 30500}), 'flow3', 'and its key gets its row');
 
+# an integer key, negative below the new ones: the bound is read as the
+# value, not as its bits
+$node->safe_psql($db, q{
+	CREATE TABLE neg_feed (id int, v text, seq int);
+	SELECT autocdc.create_flow('neg', 'neg_feed', '{id}', 'seq', continuous => false);
+	INSERT INTO neg_feed SELECT -g, 'a', 1 FROM generate_series(1, 20000) g;
+	SELECT autocdc.run_flow('neg');
+	INSERT INTO neg_feed SELECT -g, 'b', 2 FROM generate_series(1, 1000) g;
+	INSERT INTO neg_feed SELECT g, 'b', 2 FROM generate_series(1, 300) g;
+});
+is(beyond('neg'), '300 of 1300', 'keys above a negative greatest key are the ones not probed for');
+is($node->safe_psql($db, q{SELECT v, count(*), min(id), max(id) FROM neg GROUP BY v ORDER BY v}),
+	"a|19000|-20000|-1001\nb|1300|-1000|300", 'every negative and new key gets its row');
+
 # a text key has no such bound: every touched key is probed for
 $node->safe_psql($db, q{
 	CREATE TABLE txt_feed (id text, v text, seq int);
