@@ -9,7 +9,8 @@
 # the binary packages apt installs stay bookworm's.  The upstream tarball of
 # the source package is built, without Debian's packaging patches; the build
 # is skipped when the prefix's stamp names the version Debian has now.
-# Exits 3 when the mirror refuses that version's source (nothing is built).
+# Exits 3 when the mirror has no source package of that major, or refuses
+# its files (nothing is built).
 set -euo pipefail
 if [ "$(id -u)" -ne 0 ]; then echo "run as root" >&2; exit 1; fi
 major=${1:-}
@@ -47,7 +48,7 @@ if [ -z "$ver" ] || [ "${CI:-}" = true ]; then
 	apt-get update -qq
 	ver=$(version)
 fi
-if [ -z "$ver" ]; then echo "no source package $pkg in $suite" >&2; exit 1; fi
+if [ -z "$ver" ]; then echo "no source package $pkg in $suite" >&2; exit 3; fi
 # build tools, and what the suite needs (run-tests.sh)
 need=()
 for p in dpkg-dev make gcc bison flex pkg-config libreadline-dev zlib1g-dev libicu-dev \

@@ -6,7 +6,10 @@
 # unless AUTOCDC_PG=MAJOR says otherwise; a major that Debian's archive has
 # as packages is installed from them (from experimental when only that has
 # it), one it does not have is built from Debian's source package by
-# test/pgbuild.sh (18 on Debian 12).
+# test/pgbuild.sh (18 on Debian 12).  Exits 3 when the machine's Debian
+# mirror offers that major neither as packages nor as source (nothing was
+# installed): the major cannot be had here, which is not a failure of
+# autocdc's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 exec 3>&1 1>&2
@@ -27,17 +30,21 @@ apt_need libipc-run-perl make gcc
 pg=$(autocdc_pg_major)
 # has the archive packages of this major (a candidate, or in experimental)?
 # The distribution's own major (no AUTOCDC_PG) always is: when apt's lists
-# lack it (apt-get update ignores an index the mirror failed to send), they
-# are fetched again, twice, before the source build is tried.
+# lack it (apt-get update ignores an index the mirror failed to send, and a
+# mirror being synchronised may send one without it for a while), they are
+# fetched again, four times over two minutes, before the source build is
+# tried.
 packaged() {
-	local try
+	local try wait
 	[ -x "/usr/lib/postgresql/$pg/bin/pg_config" ] && dpkg -s "postgresql-$pg" >/dev/null 2>&1 && return 0
-	for try in 1 2 3; do
+	try=1
+	for wait in 10 20 30 60 0; do
 		apt_update
 		apt-cache madison "postgresql-$pg" 2>/dev/null | grep -q " Packages$" && return 0
-		[ -z "${AUTOCDC_PG:-}" ] && [ $try -lt 3 ] || return 1
-		echo "postgresql-$pg is not in apt's lists: fetching them again" >&2
-		sleep 10
+		[ -z "${AUTOCDC_PG:-}" ] && [ $wait -gt 0 ] || return 1
+		echo "postgresql-$pg is not in apt's lists (try $try): fetching them again in $wait s" >&2
+		sleep "$wait"
+		try=$((try + 1))
 		updated=""
 	done
 }
@@ -50,7 +57,12 @@ if packaged; then
 	bin=/usr/lib/postgresql/$pg/bin
 else
 	echo "PostgreSQL $pg is not packaged for this Debian: building it from source" >&2
-	bin=$(bash test/pgbuild.sh "$pg")
+	s=0
+	bin=$(bash test/pgbuild.sh "$pg") || s=$?
+	if [ $s -eq 3 ]; then
+		echo "PostgreSQL $pg can be had neither as Debian's packages nor as their source from this machine's mirror" >&2
+	fi
+	[ $s -eq 0 ] || exit $s
 	# the account the clusters run as (the packages create it)
 	id -u postgres >/dev/null 2>&1 ||
 		useradd --system --home-dir /var/lib/postgresql --create-home --shell /bin/bash --user-group postgres
