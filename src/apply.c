@@ -1824,7 +1824,7 @@ keys_bound(ApplyCtx *a, int64 *bound, bool *none)
 {
 	int			i = a->c.keyidx[0];
 	Oid			typid = a->c.dtypes[i];
-	const char *col = quote_identifier(a->c.dnames[i]);
+	const char *col;
 	const char *from[2];
 	int			t;
 
@@ -1832,6 +1832,7 @@ keys_bound(ApplyCtx *a, int64 *bound, bool *none)
 		(typid != INT2OID && typid != INT4OID && typid != INT8OID && typid != DATEOID &&
 		 typid != TIMESTAMPOID && typid != TIMESTAMPTZOID))
 		return false;
+	col = quote_identifier(a->c.dnames[i]);
 	from[0] = table_rows(a->flow->target);
 	from[1] = table_rows(a->staterel);
 	*none = true;
@@ -2617,8 +2618,9 @@ typedef struct SortedEntry
 
 /*
  * Sorts of entries of a one-column key whose ordering compares Datums as
- * signed integers (the sort support of int8, int4, int2, dates,
- * timestamps): the comparison inline instead of through two calls.
+ * signed integers (the sort support of int8 and timestamps, of int4 and
+ * dates; int2's has a comparator of its own and keeps the general sort):
+ * the comparison inline instead of through two calls.
  */
 #define ST_SORT sort_entries_signed
 #define ST_ELEMENT_TYPE SortedEntry
