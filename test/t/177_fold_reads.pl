@@ -80,8 +80,8 @@ is(read_whole('part'), 0, 'a small batch into a large partitioned target is join
 is($node->safe_psql($db, q{SELECT v, count(*) FROM part GROUP BY v ORDER BY v}),
 	"flow|50\nuser|19950", 'the partitioned target has the batch\'s rows and keeps the others');
 
-# 1,200 keys of that target, 200 of them beyond its greatest key: only the
-# 1,000 others are probed for, and every key gets its row
+# 1,400 keys, 200 of them beyond the target's greatest key: only the 1,200
+# others are probed for, and every key gets its row
 $node->safe_psql($db, q{
 	INSERT INTO part_feed SELECT g, 'flow2', 2 FROM generate_series(18801, 20000) g;
 	INSERT INTO part_feed SELECT g, 'flow2', 2 FROM generate_series(30001, 30200) g;
